@@ -1,0 +1,7 @@
+"""mindspore_rl_buffer: replay buffers that live on the device and compile into MindSpore graphs."""
+from mindspore_rl_buffer.config import create_buffer, load_config
+from mindspore_rl_buffer.replay_buffer import ReplayBuffer
+from mindspore_rl_buffer.specs import TensorSpec
+
+__version__ = "0.1.0"
+__all__ = ["ReplayBuffer", "TensorSpec", "create_buffer", "load_config"]

@@ -1,0 +1,62 @@
+"""The error vocabulary of the library, in one place.
+
+Messages follow MindSpore's phrasing ("For 'insert', the shape of column 'state' must be
+(n, 4), but got (n, 5)."): the operation, the argument or column, what was expected and
+what came. ``TypeError`` for a wrong type, ``ValueError`` for a wrong value, ``IndexError``
+for an index out of range.
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+# Shown when a bare ``self.buffer.insert(...)`` statement inside a compiled ``construct`` is
+# rewritten by MindSpore's parser into ``self.buffer = self.buffer.insert(...)``.
+BARE_CALL = (
+    "For '{method}', a bare statement `self.{attr}.{method}(...)` inside a compiled construct "
+    "is rewritten by MindSpore's graph parser into `self.{attr} = self.{attr}.{method}(...)` "
+    "(it treats '{method}' as a list method), which would rebind the buffer and make later "
+    "calls on it read stale data. Write `_ = self.{attr}.{method}(...)` instead."
+)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """Return ``'; did you mean X?'`` for the closest of ``choices``, or ``''``."""
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def type_error(op: str, arg: str, expected: str, got: object) -> TypeError:
+    """A wrong type: ``For 'op', 'arg' must be expected, but got T.``"""
+    return TypeError(f"For '{op}', '{arg}' must be {expected}, but got {type(got).__name__}.")
+
+
+def value_error(op: str, arg: str, expected: str, got: object) -> ValueError:
+    """A wrong value: ``For 'op', 'arg' must be expected, but got V.``"""
+    return ValueError(f"For '{op}', '{arg}' must be {expected}, but got {got!r}.")
+
+
+def column_error(op: str, column: str, what: str, expected: object, got: object) -> ValueError:
+    """A column of the wrong shape or dtype."""
+    return ValueError(f"For '{op}', the {what} of column '{column}' must be {expected}, but got {got}.")
+
+
+def index_error(op: str, index: object, size: int) -> IndexError:
+    """An index outside ``[-size, size)``."""
+    return IndexError(
+        f"For '{op}', 'index' must be in [-{size}, {size}) for a buffer holding {size} items, "
+        f"but got {index}."
+    )
+
+
+def empty_error(op: str) -> ValueError:
+    """Sampling or reading an empty buffer."""
+    return ValueError(f"For '{op}', the buffer is empty: insert at least one item first.")
+
+
+def not_enough_error(op: str, sample_size: int, size: int) -> ValueError:
+    """Sampling without replacement more items than are stored."""
+    return ValueError(
+        f"For '{op}' without replacement, 'sample_size' ({sample_size}) must not exceed the "
+        f"number of stored items, but the buffer holds {size}."
+    )

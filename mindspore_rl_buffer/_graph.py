@@ -1,0 +1,50 @@
+"""Telling a direct call from a call compiled into a graph, and the bare-call guard."""
+from __future__ import annotations
+
+import sys
+
+from mindspore import ops
+
+from mindspore_rl_buffer import _errors
+
+
+def _marker() -> int:
+    return 0
+
+
+@ops.constexpr(check=False)
+def _is_none(obj):
+    # Compiled, a Python function reaches a constexpr as None; run directly, as itself.
+    return obj is None
+
+
+def in_graph():
+    """True while MindSpore compiles the caller into a graph, False when Python runs it.
+
+    Buffer methods branch on it: compiled into a user's ``construct`` they emit graph ops;
+    called directly they check their input on the host and launch a compiled graph. The
+    condition is a compile-time constant, so only one branch reaches the graph.
+    """
+    return _is_none(_marker)
+
+
+# MindSpore runs the assignment that its parser adds to a bare ``self.x.insert(...)``
+# statement through this function of its JIT fallback (mindspore/graph/_utils).
+_FALLBACK_SETATTR = "_jit_fallback_set_attr"
+
+
+def check_not_rebound(prefix: str, methods: tuple[str, ...]) -> None:
+    """Raise the bare-call error if a graph is assigning a buffer back to its attribute.
+
+    Called from ``update_parameters_name``, which ``Cell.__setattr__`` calls on the value
+    assigned; a buffer is assigned from inside a running graph only by the statement that
+    MindSpore's parser makes of a bare ``self.<attr>.insert(...)`` (or ``.clear(...)``).
+    """
+    frame = sys._getframe(1)
+    for _ in range(12):
+        if frame is None:
+            return
+        if frame.f_code.co_name == _FALLBACK_SETATTR:
+            attr = prefix.rstrip(".") or "buffer"
+            raise TypeError(_errors.BARE_CALL.format(method="/".join(methods), attr=attr))
+        frame = frame.f_back

@@ -1,0 +1,146 @@
+"""Column specs: one frozen ``(shape, dtype, name)`` per stored field.
+
+A buffer's columns are driven by its specs: column ``c`` is a ``Parameter`` of shape
+``(capacity, *specs[c].shape)`` and dtype ``specs[c].dtype``, named ``specs[c].name``.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import mindspore as ms
+import numpy as np
+
+from mindspore_rl_buffer import _errors
+
+# Every dtype a column may have, by name.
+DTYPES: dict[str, ms.dtype.Type] = {
+    "bool": ms.bool_,
+    "int8": ms.int8,
+    "int16": ms.int16,
+    "int32": ms.int32,
+    "int64": ms.int64,
+    "uint8": ms.uint8,
+    "uint16": ms.uint16,
+    "uint32": ms.uint32,
+    "uint64": ms.uint64,
+    "float16": ms.float16,
+    "bfloat16": ms.bfloat16,
+    "float32": ms.float32,
+    "float64": ms.float64,
+}
+_ALIASES = {"bool_": "bool", "float": "float32", "int": "int32", "double": "float64", "half": "float16"}
+
+
+def to_dtype(value: Any, where: str) -> ms.dtype.Type:
+    """Read a dtype given as a MindSpore dtype, a numpy dtype or a name such as ``'float32'``.
+
+    Args:
+        value: The dtype.
+        where: How the error names it, e.g. ``"data_type[2]"``.
+
+    Returns:
+        The MindSpore dtype.
+
+    Raises:
+        ValueError: If ``value`` names no known dtype; the message suggests the closest name.
+
+    Examples:
+        >>> import mindspore as ms
+        >>> to_dtype('float32', 'dtype') == ms.float32
+        True
+        >>> to_dtype('foat32', 'data_type[2]')
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown data_type[2] foat32; did you mean float32?
+    """
+    if isinstance(value, ms.dtype.Type):
+        name = str(value).lower()
+    elif isinstance(value, (np.dtype, type)) and not isinstance(value, str):
+        try:
+            name = np.dtype(value).name
+        except TypeError:
+            name = getattr(value, "__name__", str(value))
+    else:
+        name = str(value)
+        if name.startswith(("ms.", "mindspore.", "np.", "numpy.")):
+            name = name.split(".", 1)[1]
+    name = _ALIASES.get(name, name)
+    if name not in DTYPES:
+        raise ValueError(f"unknown {where} {value}{_errors.did_you_mean(name, DTYPES)}")
+    return DTYPES[name]
+
+
+def _to_shape(value: Any, where: str) -> tuple[int, ...]:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (int(value),)
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"{where} must be a tuple of non-negative ints, but got {type(value).__name__}.")
+    for dim in value:
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 0:
+            raise ValueError(f"{where} must be a tuple of non-negative ints, but got {tuple(value)!r}.")
+    return tuple(int(dim) for dim in value)
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """The shape, dtype and name of one stored field (one item, without the batch dimension).
+
+    Args:
+        shape (tuple[int]): Shape of one item; ``()`` for a scalar.
+        dtype (mindspore.dtype): Its dtype; a name such as ``'float32'`` is accepted.
+        name (str): The column's name, used for its ``Parameter`` and in errors. Default: ``None``.
+
+    Examples:
+        >>> import mindspore as ms
+        >>> TensorSpec([3], 'float32', 'action')
+        TensorSpec(shape=(3,), dtype=Float32, name='action')
+    """
+
+    shape: tuple[int, ...]
+    dtype: ms.dtype.Type
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        what = f"the shape of spec '{self.name}'" if self.name else "the shape of a spec"
+        object.__setattr__(self, "shape", _to_shape(self.shape, what))
+        object.__setattr__(self, "dtype", to_dtype(self.dtype, "dtype"))
+        if self.name is not None and not isinstance(self.name, str):
+            raise TypeError(f"the name of a spec must be a str, but got {type(self.name).__name__}.")
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of one item."""
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(ms.dtype_to_nptype(self.dtype)).itemsize
+
+
+def column_specs(
+    shapes: Sequence[Any], types: Sequence[Any], names: Sequence[str] | None = None
+) -> tuple[TensorSpec, ...]:
+    """Pair up per-column shapes, types and names into validated specs.
+
+    Raises:
+        TypeError: If ``shapes`` or ``types`` is not a list or tuple.
+        ValueError: If their lengths differ, a shape is malformed, a dtype is unknown or
+            names repeat.
+    """
+    for arg, value in (("shapes", shapes), ("types", types)):
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"'{arg}' must be a list or tuple with one entry per column, "
+                            f"but got {type(value).__name__}.")
+    if len(shapes) != len(types):
+        raise ValueError(f"'shapes' and 'types' must have one entry per column, but got "
+                         f"{len(shapes)} shapes and {len(types)} types.")
+    if not shapes:
+        raise ValueError("a buffer needs at least one column, but 'shapes' is empty.")
+    if names is None:
+        names = [f"column_{i}" for i in range(len(shapes))]
+    if len(names) != len(shapes):
+        raise ValueError(f"'names' must have one entry per column ({len(shapes)}), but got {len(names)}.")
+    if len(set(names)) != len(names):
+        raise ValueError(f"column names must be unique, but got {list(names)}.")
+    return tuple(
+        TensorSpec(_to_shape(shape, f"shapes[{i}]"), to_dtype(dtype, f"data_type[{i}]"), name)
+        for i, (shape, dtype, name) in enumerate(zip(shapes, types, names))
+    )

@@ -1,0 +1,224 @@
+"""Ring-buffer operators: insert, get_item, sample (see the cursor contract in ``ops``).
+
+Each operator takes the column tensors, the int32 ``head`` and ``count`` and Python-int
+static sizes. Shapes and dtypes are checked when the graph is compiled; what only the run
+knows (``count``, the values of an index tensor) is checked by the runtime guards below
+when ``check=True``: they raise inside the graph, which MindSpore then refuses to run
+again, so a caller that can check on the host first passes ``check=False``.
+"""
+from __future__ import annotations
+
+import mindspore as ms
+import numpy as np
+from mindspore import Tensor, ops
+
+_ZERO = Tensor(0, ms.int32)
+
+
+@ops.constexpr
+def _arange(n):
+    """``[0, n)`` as an int32 constant of the graph."""
+    return Tensor(np.arange(n, dtype=np.int32))
+
+
+@ops.constexpr
+def _check_columns(capacities):
+    if len(set(capacities)) != 1:
+        raise ValueError(f"all columns must share their leading capacity, but got {capacities}.")
+    return capacities[0]
+
+
+def _guard_index(ok):
+    if not ok:
+        raise IndexError("For 'get_item', 'index' is out of range for the items stored "
+                         "(valid: -size() <= index < size()).")
+
+
+def _guard_not_empty(count):
+    if count <= 0:
+        raise ValueError("For 'sample', the buffer is empty: insert at least one item first.")
+
+
+def _guard_enough(count, sample_size):
+    if count < sample_size:
+        raise ValueError("For 'sample' without replacement, 'sample_size' must not exceed "
+                         "the number of stored items.")
+
+
+def logical_to_physical(head, logical, capacity):
+    """Physical rows of logical indexes: ``(head + logical) % capacity``.
+
+    Args:
+        head (Tensor): int32 scalar, the physical row of the oldest item.
+        logical (Tensor): int32 logical indexes, ``0 <= logical < count``.
+        capacity (int): Rows per column.
+
+    Returns:
+        Tensor, int32, the shape of ``logical``.
+    """
+    return (head + logical) % capacity
+
+
+def physical_to_logical(head, physical, capacity):
+    """Logical indexes of physical rows: ``(physical - head) % capacity``."""
+    return (physical - head + capacity) % capacity
+
+
+def insert_rows(head, count, batch_size, capacity):
+    """Where a batch of ``batch_size`` new items goes, and the cursors after it.
+
+    Items are appended in order at ``(head + count + j) % capacity``; of a batch larger than
+    ``capacity`` only the newest ``capacity`` items survive, so only their rows are returned.
+
+    Args:
+        head (Tensor): int32 scalar.
+        count (Tensor): int32 scalar.
+        batch_size (int): Items in the batch, ``n >= 1``.
+        capacity (int): Rows per column.
+
+    Returns:
+        Tuple of 3 tensors: the physical rows of the ``m = min(n, capacity)`` newest items
+        (int32, shape ``(m,)``, all distinct), the new ``head`` and the new ``count``.
+
+    Examples:
+        >>> import mindspore as ms
+        >>> from mindspore import Tensor
+        >>> from mindspore_rl_buffer.ops import insert_rows
+        >>> rows, head, count = insert_rows(Tensor(0, ms.int32), Tensor(4, ms.int32), 3, 5)
+        >>> rows.asnumpy().tolist(), int(head), int(count)
+        ([4, 0, 1], 2, 5)
+    """
+    kept = min(batch_size, capacity)
+    first = head + count + (batch_size - kept)
+    rows = (first + _arange(kept)) % capacity
+    total = count + batch_size
+    new_count = ops.minimum(total, capacity)
+    new_head = (head + (total - new_count)) % capacity
+    return rows, new_head, new_count
+
+
+def insert(columns, head, count, batch):
+    """Append a batch of items, overwriting the oldest once full (FIFO).
+
+    The only operator that writes: it scatters into ``columns`` in place, so they must be
+    ``Parameter`` objects; the caller assigns the returned cursors.
+
+    Args:
+        columns (Union[tuple[Parameter], list[Parameter]]): Column ``c`` of shape
+            ``(capacity, *shape_c)``.
+        head (Tensor): int32 scalar.
+        count (Tensor): int32 scalar.
+        batch (Union[tuple[Tensor], list[Tensor]]): One tensor per column, of shape
+            ``(n, *shape_c)`` and the column's dtype; ``n`` may be 0 or exceed ``capacity``.
+
+    Returns:
+        Tuple of 2 tensors, the new ``head`` and ``count``.
+
+    Supported Platforms:
+        ``GPU`` ``CPU``
+    """
+    capacity = _check_columns(tuple(column.shape[0] for column in columns))
+    batch_size = batch[0].shape[0]
+    if batch_size == 0:
+        return head, count
+    rows, new_head, new_count = insert_rows(head, count, batch_size, capacity)
+    kept = min(batch_size, capacity)
+    for column, values in zip(columns, batch):
+        if kept < batch_size:
+            values = values[batch_size - kept:]
+        ops.scatter_update(column, rows, values)
+    return new_head, new_count
+
+
+def get_item(columns, head, count, index, check=True):
+    """Read items by logical index: 0 is the oldest, -1 the newest (as in Python).
+
+    Args:
+        columns (Union[tuple[Tensor], list[Tensor]]): The columns.
+        head (Tensor): int32 scalar.
+        count (Tensor): int32 scalar.
+        index (Tensor): int32 scalar or 1-D tensor of logical indexes in ``[-count, count)``.
+        check (bool): Guard the range inside the graph. Default: ``True``.
+
+    Returns:
+        Tuple of tensors, one per column: the row (scalar ``index``) or the stacked rows.
+
+    Raises:
+        IndexError: At run time, with ``check=True``, if an index is out of range; the
+            compiled graph cannot run again afterwards.
+    """
+    capacity = _check_columns(tuple(column.shape[0] for column in columns))
+    logical = ops.where(index < 0, index + count, index)
+    if check:
+        _guard_index(ops.logical_and(logical >= 0, logical < count).all())
+    rows = logical_to_physical(head, logical, capacity)
+    return tuple(ops.gather(column, rows, 0) for column in columns)
+
+
+def sample_indices(head, count, sample_size, capacity, ordered=False, replace=True, seed=None,
+                   check=True):
+    """Draw ``sample_size`` items uniformly from the stored ones.
+
+    Unordered draws physical rows directly (every stored row is equally likely, see the
+    contract). Ordered draws logical indexes, sorts them ascending and maps them through
+    ``head``, so the batch comes out oldest first. Without replacement the draw is the top
+    ``sample_size`` of random keys over the stored rows: distinct items, O(capacity) work.
+
+    Args:
+        head (Tensor): int32 scalar.
+        count (Tensor): int32 scalar.
+        sample_size (int): Items to draw.
+        capacity (int): Rows per column.
+        ordered (bool): Oldest first. Default: ``False``.
+        replace (bool): With replacement. Default: ``True``.
+        seed (int): Seed of the random operator; ``None`` follows ``mindspore.set_seed``.
+            Default: ``None``.
+        check (bool): Guard against an empty buffer (and, without replacement, too few
+            items) inside the graph. Default: ``True``.
+
+    Returns:
+        Tuple of 2 int32 tensors of shape ``(sample_size,)``: the physical rows and the
+        logical indexes of the draws.
+
+    Raises:
+        ValueError: At run time, with ``check=True``, if the buffer is empty or holds fewer
+            than ``sample_size`` items without replacement.
+    """
+    if check:
+        _guard_not_empty(count)
+        if not replace:
+            _guard_enough(count, sample_size)
+    if replace:
+        drawn = ops.uniform((sample_size,), _ZERO, count, seed=seed, dtype=ms.int32)
+    else:
+        keys = ops.rand((capacity,), dtype=ms.float32, seed=seed)
+        keys = ops.where(_arange(capacity) < count, keys, -1.0)
+        drawn = ops.topk(keys, sample_size, sorted=False)[1].astype(ms.int32)
+    if ordered:
+        # Draws are physical rows when unordered; ordered re-reads them as logical indexes,
+        # which is a uniform draw over [0, count) all the same.
+        logical = ops.sort(drawn)[0]
+        return logical_to_physical(head, logical, capacity), logical
+    return drawn, physical_to_logical(head, drawn, capacity)
+
+
+def sample(columns, head, count, sample_size, ordered=False, replace=True, seed=None, check=True):
+    """Draw ``sample_size`` items; see :func:`sample_indices` for the arguments.
+
+    Returns:
+        Tuple of 2: the logical indexes (int32, ``(sample_size,)``) and a tuple of tensors,
+        one per column, each with leading dimension ``sample_size``.
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore import Tensor
+        >>> from mindspore_rl_buffer.ops import sample
+        >>> column = Tensor(np.arange(5, dtype=np.float32).reshape(5, 1))
+        >>> logical, (rows,) = sample([column], Tensor(0, ms.int32), Tensor(3, ms.int32), 8)
+        >>> bool((rows.asnumpy() < 3).all()), rows.shape
+        (True, (8, 1))
+    """
+    capacity = _check_columns(tuple(column.shape[0] for column in columns))
+    physical, logical = sample_indices(head, count, sample_size, capacity, ordered, replace, seed, check)
+    return logical, tuple(ops.gather(column, physical, 0) for column in columns)

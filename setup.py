@@ -1,0 +1,25 @@
+"""Install mindspore_rl_buffer; ``ops/`` is installed as ``mindspore_rl_buffer.ops``."""
+from setuptools import setup
+
+setup(
+    name="mindspore_rl_buffer",
+    version="0.1.0",
+    description="A device-side replay buffer for MindSpore reinforcement learning, "
+    "built from MindSpore graph ops.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.9",
+    packages=["mindspore_rl_buffer", "mindspore_rl_buffer.ops"],
+    package_dir={"mindspore_rl_buffer": "mindspore_rl_buffer", "mindspore_rl_buffer.ops": "ops"},
+    install_requires=[
+        "mindspore>=2.10,<2.11",
+        # MindSpore 2.10 misbehaves with numpy 2 (see README, "Pins").
+        "numpy>=1.24,<2",
+        "optree>=0.11",
+        "pyyaml>=6",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "hypothesis>=6.100", "ruff>=0.6", "scipy>=1.10"],
+    },
+    entry_points={"console_scripts": ["mindspore-rl-buffer=mindspore_rl_buffer.cli:main"]},
+)
