@@ -1,4 +1,6 @@
 """Install mindspore_rl_buffer; ``ops/`` is installed as ``mindspore_rl_buffer.ops``."""
+from pathlib import Path
+
 from setuptools import setup
 
 setup(
@@ -6,7 +8,7 @@ setup(
     version="0.1.0",
     description="A device-side replay buffer for MindSpore reinforcement learning, "
     "built from MindSpore graph ops.",
-    long_description=open("README.md", encoding="utf-8").read(),
+    long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.9",
     packages=["mindspore_rl_buffer", "mindspore_rl_buffer.ops"],

@@ -1,5 +1,201 @@
-"""Placeholder replaced below."""
-def create_buffer(spec):
-    raise NotImplementedError
-def load_config(path):
-    raise NotImplementedError
+"""Algorithm config files and the buffers they declare.
+
+A buffer entry, as MindSpore RL's dqn config writes it::
+
+    'replay_buffer': {'number': 1, 'type': ReplayBuffer, 'capacity': 100000,
+                      'data_shape': [(4,), (1,), (1,), (4,)],
+                      'data_type': [ms.float32, ms.int32, ms.float32, ms.float32],
+                      'sample_size': 64}
+
+or nested, ``{'number': 1, 'type': 'ReplayBuffer', 'params': {...}}``. Reading an entry is
+a pure function (:func:`buffer_arguments`) from the dict to validated constructor
+arguments; it never changes the caller's dict.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import runpy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mindspore import nn
+
+from mindspore_rl_buffer import _errors
+from mindspore_rl_buffer.replay_buffer import ReplayBuffer, check_size
+from mindspore_rl_buffer.specs import DTYPES, column_specs
+
+# Buffer classes by name, for ``'type'`` given as a string.
+BUFFER_TYPES: dict[str, type] = {"ReplayBuffer": ReplayBuffer}
+
+_REQUIRED = ("capacity", "data_shape", "data_type", "sample_size")
+_OPTIONAL = ("ordered", "replace", "seed", "names")
+_OUTER = ("number", "type", "params")
+
+
+def register_buffer_type(cls: type) -> type:
+    """Make ``cls`` available to :func:`create_buffer` under its class name."""
+    BUFFER_TYPES[cls.__name__] = cls
+    return cls
+
+
+def _buffer_type(value: Any) -> type:
+    if isinstance(value, type) and value.__name__ in BUFFER_TYPES:
+        return value
+    if isinstance(value, str) and value in BUFFER_TYPES:
+        return BUFFER_TYPES[value]
+    name = value.__name__ if isinstance(value, type) else str(value)
+    raise ValueError(f"For 'create_buffer', 'type' must be one of {sorted(BUFFER_TYPES)}, "
+                     f"but got {name}{_errors.did_you_mean(name, BUFFER_TYPES)}")
+
+
+def buffer_arguments(spec: Mapping[str, Any]) -> tuple[type, int, dict[str, Any]]:
+    """Validate a buffer entry; return ``(buffer class, number, constructor keyword arguments)``.
+
+    Raises:
+        TypeError: If ``spec`` (or its ``params``) is not a dict, or a value has the wrong type.
+        ValueError: If a key is missing or unknown, a size is not positive, shapes and types
+            differ in length, a dtype is unknown, or ``sample_size > capacity`` without
+            replacement.
+
+    Examples:
+        >>> cls, number, kwargs = buffer_arguments({'type': 'ReplayBuffer', 'capacity': 8,
+        ...     'data_shape': [(4,)], 'data_type': ['float32'], 'sample_size': 2})
+        >>> cls.__name__, number, kwargs['capacity']
+        ('ReplayBuffer', 1, 8)
+        >>> buffer_arguments({'type': 'ReplayBuffer', 'capacity': 8, 'data_shape': [(4,)],
+        ...     'data_type': ['foat32'], 'sample_size': 2})
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown data_type[0] foat32; did you mean float32?
+    """
+    op = "create_buffer"
+    if not isinstance(spec, Mapping):
+        raise _errors.type_error(op, "spec", "a dict", spec)
+    if "params" in spec:
+        unknown = [key for key in spec if key not in _OUTER]
+        params = spec["params"]
+        if not isinstance(params, Mapping):
+            raise _errors.type_error(op, "params", "a dict", params)
+    else:
+        unknown = [key for key in spec if key not in _OUTER + _REQUIRED + _OPTIONAL]
+        params = {key: value for key, value in spec.items() if key not in _OUTER}
+    unknown += [key for key in params if key not in _REQUIRED + _OPTIONAL]
+    if unknown:
+        key = unknown[0]
+        raise ValueError(f"For '{op}', unknown key '{key}'"
+                         f"{_errors.did_you_mean(key, _OUTER + _REQUIRED + _OPTIONAL)}")
+    if "type" not in spec:
+        raise ValueError(f"For '{op}', the key 'type' is missing: expected a buffer class or one "
+                         f"of {sorted(BUFFER_TYPES)}.")
+    cls = _buffer_type(spec["type"])
+    number = check_size(op, "number", spec.get("number", 1))
+    for key in _REQUIRED:
+        if key not in params:
+            raise ValueError(f"For '{op}', the key '{key}' is missing.")
+    kwargs = dict(params)
+    kwargs["capacity"] = check_size(op, "capacity", params["capacity"])
+    kwargs["sample_size"] = check_size(op, "sample_size", params["sample_size"])
+    if not kwargs.get("replace", True) and kwargs["sample_size"] > kwargs["capacity"]:
+        raise ValueError(f"For '{op}' without replacement, 'sample_size' ({kwargs['sample_size']}) "
+                         f"must not exceed 'capacity' ({kwargs['capacity']}).")
+    specs = column_specs(params["data_shape"], params["data_type"], params.get("names"))
+    kwargs["data_shape"] = [spec.shape for spec in specs]
+    kwargs["data_type"] = [spec.dtype for spec in specs]
+    return cls, number, kwargs
+
+
+def create_buffer(spec: Mapping[str, Any]) -> nn.Cell:
+    """Build the buffer a config entry declares; ``number > 1`` gives an ``nn.CellList``.
+
+    Args:
+        spec (dict): A buffer entry, flat or with ``params`` (see the module docstring).
+            ``type`` is a class or its name; dtypes are MindSpore dtypes or names.
+
+    Returns:
+        The buffer, or an ``nn.CellList`` of ``number`` independent buffers.
+
+    Raises:
+        TypeError, ValueError: As :func:`buffer_arguments`; the message names the key.
+
+    Examples:
+        >>> import mindspore as ms
+        >>> from mindspore_rl_buffer import ReplayBuffer, create_buffer
+        >>> rb = create_buffer({'number': 1, 'type': ReplayBuffer, 'capacity': 100,
+        ...                     'data_shape': [(4,), (1,)], 'data_type': [ms.float32, 'int32'],
+        ...                     'sample_size': 8})
+        >>> rb.capacity, [s.shape for s in rb.specs]
+        (100, [(4,), (1,)])
+        >>> len(create_buffer({'number': 2, 'type': 'ReplayBuffer', 'params': {'capacity': 10,
+        ...     'data_shape': [(1,)], 'data_type': ['float32'], 'sample_size': 4}}))
+        2
+    """
+    cls, number, kwargs = buffer_arguments(spec)
+    args = (kwargs.pop("sample_size"), kwargs.pop("capacity"), kwargs.pop("data_shape"),
+            kwargs.pop("data_type"))
+    if number == 1:
+        return cls(*args, **kwargs)
+    return nn.CellList([cls(*args, **kwargs) for _ in range(number)])
+
+
+def _unknown_mindspore_attribute(path: Path, attribute: str) -> str:
+    """Where a config file names a misspelt ``ms.<attribute>``, e.g. ``data_type[2]``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Dict):
+            continue
+        for key, value in zip(node.keys, node.values):
+            if not (isinstance(key, ast.Constant) and isinstance(value, (ast.List, ast.Tuple))):
+                continue
+            for i, element in enumerate(value.elts):
+                if isinstance(element, ast.Attribute) and element.attr == attribute:
+                    return f"{key.value}[{i}]"
+    return "attribute"
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read an algorithm config file.
+
+    Args:
+        path (str): A Python file that defines ``algorithm_config`` (as ``configs/dqn.py``),
+            or a YAML (``.yaml``/``.yml``) or JSON file with the same keys.
+
+    Returns:
+        dict, the algorithm config; ``create_buffer(load_config(path)['replay_buffer'])``
+        builds its buffer.
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        ValueError: If the file defines no ``algorithm_config`` dict, has an unknown
+            extension, or names an unknown MindSpore dtype (``ms.foat32``).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"For 'load_config', no config file at '{path}'.")
+    suffix = path.suffix.lower()
+    if suffix == ".py":
+        try:
+            namespace = runpy.run_path(str(path))
+        except AttributeError as error:
+            import mindspore
+
+            if getattr(error, "obj", None) is mindspore and error.name:
+                where = _unknown_mindspore_attribute(path, error.name)
+                raise ValueError(f"In '{path}': unknown {where} {error.name}"
+                                 f"{_errors.did_you_mean(error.name, DTYPES)}") from error
+            raise
+        config = namespace.get("algorithm_config")
+    elif suffix in (".yaml", ".yml"):
+        import yaml
+
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    elif suffix == ".json":
+        config = json.loads(path.read_text(encoding="utf-8"))
+    else:
+        raise ValueError(f"For 'load_config', the config file must end in .py, .yaml, .yml or .json, "
+                         f"but got '{path.name}'.")
+    if not isinstance(config, dict):
+        raise ValueError(f"For 'load_config', '{path}' must define a dict 'algorithm_config', "
+                         f"but got {type(config).__name__}.")
+    return config

@@ -227,10 +227,8 @@ class ReplayBuffer(nn.Cell):
         batch_size, single = _check_batch_graph(
             "insert", self._names, self._shapes, self._dtypes, len(transition),
             [x.shape for x in transition], [x.dtype for x in transition])
-        if single:
-            batch = [ops.expand_dims(x, 0) for x in transition]
-        else:
-            batch = transition
+        # `single` is a compile-time constant: only one branch reaches the graph.
+        batch = [ops.expand_dims(x, 0) for x in transition] if single else transition
         if batch_size > 0:
             head, count = ring.insert(self.columns, self.head, self.count, batch)
             ops.assign(self.head, head)

@@ -95,7 +95,7 @@ class TensorSpec:
     Examples:
         >>> import mindspore as ms
         >>> TensorSpec([3], 'float32', 'action')
-        TensorSpec(shape=(3,), dtype=Float32, name='action')
+        TensorSpec(shape=(3,), dtype=mindspore.float32, name='action')
     """
 
     shape: tuple[int, ...]

@@ -1,0 +1,111 @@
+"""Every malformed call gets a clear error and leaves the buffer exactly as it was."""
+from __future__ import annotations
+
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import Tensor
+
+from tests.reference import decode, encoded_batch
+from tests.test_replay_buffer import make, state_of
+
+GOOD = encoded_batch(0, 2)
+F32, I32 = np.float32, np.int32
+
+BAD_CALLS = [
+    ("insert a tensor, not a list", lambda rb: rb.insert(Tensor(GOOD[0])), TypeError,
+     r"'transition' must be a list or tuple"),
+    ("insert too few columns", lambda rb: rb.insert(GOOD[:2]), ValueError,
+     r"must have 3 columns \('state', 'action', 'reward'\), but got 2"),
+    ("insert too many columns", lambda rb: rb.insert([*GOOD, GOOD[0]]), ValueError, "must have 3 columns"),
+    ("insert a wrong item shape", lambda rb: rb.insert([np.zeros(3, F32), I32(1), np.zeros(1, F32)]),
+     ValueError, r"shape of column 'state' must be \(2,\) \(one item\) or \(n, 2\) \(a batch\), but got \(3,\)"),
+    ("insert a wrong batch shape", lambda rb: rb.insert([np.zeros((2, 5), F32), GOOD[1], GOOD[2]]),
+     ValueError, r"column 'state' .* but got \(2, 5\)"),
+    ("insert a wrong dtype", lambda rb: rb.insert([GOOD[0].astype(np.float64), GOOD[1], GOOD[2]]),
+     ValueError, r"dtype of column 'state' must be Float32, but got Float64"),
+    ("insert batches of different sizes", lambda rb: rb.insert([GOOD[0], GOOD[1][:1], GOOD[2]]),
+     ValueError, "every column must hold the same number of items"),
+    ("insert a single item beside a batch", lambda rb: rb.insert([GOOD[0][0], GOOD[1], GOOD[2]]),
+     ValueError, "every column must hold the same number of items"),
+    ("insert a python list column", lambda rb: rb.insert([[0.0, 1.0], GOOD[1], GOOD[2]]), TypeError,
+     "column 'state' must be a mindspore.Tensor or a numpy array, but got list"),
+    ("get_item past the newest", lambda rb: rb.get_item(2), IndexError, r"\[-2, 2\) .* but got 2"),
+    ("get_item before the oldest", lambda rb: rb.get_item(-3), IndexError, "but got -3"),
+    ("get_item a float", lambda rb: rb.get_item(1.0), TypeError, "'index' must be an int or an int tensor"),
+    ("get_item a bool", lambda rb: rb.get_item(True), TypeError, "'index' must be an int"),
+    ("get_item a float tensor", lambda rb: rb.get_item(Tensor(np.zeros(2, F32))), TypeError, "dtype Float32"),
+    ("get_item a 2-D tensor", lambda rb: rb.get_item(Tensor(np.zeros((1, 2), I32))), ValueError,
+     "a scalar or 1-D tensor"),
+    ("get_item a tensor with one bad index", lambda rb: rb.get_item(Tensor(np.array([0, 5], I32))),
+     IndexError, "but got 5"),
+    ("sample with a non-bool ordered", lambda rb: rb.sample(ordered="yes"), TypeError, "'ordered' must be a bool"),
+]
+
+
+@pytest.mark.parametrize("name, call, error, message", BAD_CALLS, ids=[c[0] for c in BAD_CALLS])
+def test_bad_call_raises_and_leaves_the_buffer_unchanged(name, call, error, message):
+    rb = make()
+    rb.insert(GOOD)
+    before = state_of(rb)
+    with pytest.raises(error, match=message):
+        call(rb)
+    after = state_of(rb)
+    for got, want in zip(after[0], before[0]):
+        np.testing.assert_array_equal(got, want)
+    assert after[1:] == before[1:]
+    rb.insert(encoded_batch(2, 1))  # and it keeps working
+    assert decode(*rb.get_item(-1)) == 2
+    assert set(decode(*rb.sample())) <= {0, 1, 2}
+
+
+def test_sampling_an_empty_buffer_is_refused():
+    rb = make()
+    with pytest.raises(ValueError, match="the buffer is empty"):
+        rb.sample()
+    with pytest.raises(IndexError, match=r"\[-0, 0\)"):
+        rb.get_item(0)
+    assert state_of(rb)[1:] == (0, 0)
+
+
+def test_sample_size_larger_than_size_without_replacement_is_refused():
+    rb = make(sample_size=5, replace=False)
+    rb.insert(encoded_batch(0, 4))
+    with pytest.raises(ValueError, match=r"'sample_size' \(5\) must not exceed .* holds 4"):
+        rb.sample()
+    rb.insert(encoded_batch(4, 1))
+    assert sorted(decode(*rb.sample())) == [0, 1, 2, 3, 4]
+
+
+def test_nan_and_inf_are_stored_as_they_are():
+    rb = make()
+    rb.insert([np.array([np.nan, np.inf], F32), I32(1), np.array([-np.inf], F32)])
+    state, _, reward = (x.asnumpy() for x in rb.get_item(0))
+    assert np.isnan(state[0]) and state[1] == np.inf and reward[0] == -np.inf
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"sample_size": 0}, ValueError, r"'sample_size' must be an int >= 1, but got 0"),
+    ({"capacity": -1}, ValueError, r"'capacity' must be an int >= 1, but got -1"),
+    ({"capacity": 1.5}, TypeError, r"'capacity' must be an int, but got float"),
+    ({"capacity": True}, TypeError, r"'capacity' must be an int, but got bool"),
+    ({"sample_size": 9, "replace": False}, ValueError, r"'sample_size' \(9\) must not exceed 'capacity' \(7\)"),
+    ({"ordered": 1}, TypeError, "'ordered' must be a bool"),
+    ({"seed": -2}, ValueError, "'seed' must be an int >= 0"),
+])
+def test_bad_constructor_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        make(**kwargs)
+
+
+@pytest.mark.parametrize("shapes, types, message", [
+    ([(2,), ()], [ms.float32], r"one entry per column, but got 2 shapes and 1 types"),
+    ([(2,)], ["foat32"], r"unknown data_type\[0\] foat32; did you mean float32\?"),
+    ([(2, -1)], [ms.float32], r"shapes\[0\] must be a tuple of non-negative ints"),
+    ([], [], "at least one column"),
+])
+def test_bad_column_specs(shapes, types, message):
+    from mindspore_rl_buffer import ReplayBuffer
+
+    with pytest.raises(ValueError, match=message):
+        ReplayBuffer(4, 8, shapes, types)

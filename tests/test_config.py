@@ -1,0 +1,109 @@
+"""The config loader: dqn-style entries, nested entries, files, and the errors for bad specs."""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import mindspore as ms
+import pytest
+from mindspore import nn
+
+from mindspore_rl_buffer import ReplayBuffer, create_buffer, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+DQN_ENTRY = {"number": 1, "type": ReplayBuffer, "capacity": 100000,
+             "data_shape": [(4,), (1,), (1,), (4,)],
+             "data_type": [ms.float32, ms.int32, ms.float32, ms.float32], "sample_size": 64}
+
+
+def test_the_dqn_config_file_loads_and_builds_its_buffer():
+    config = load_config(ROOT / "configs" / "dqn.py")
+    rb = create_buffer(config["replay_buffer"])
+    assert isinstance(rb, ReplayBuffer)
+    assert (rb.capacity, rb.sample_size) == (100000, 64)
+    assert [s.shape for s in rb.specs] == [(4,), (1,), (1,), (4,)]
+    assert [s.dtype for s in rb.specs] == [ms.float32, ms.int32, ms.float32, ms.float32]
+
+
+def test_create_buffer_does_not_change_the_callers_dict():
+    entry = copy.deepcopy(DQN_ENTRY)
+    create_buffer(entry)
+    assert entry == DQN_ENTRY
+
+
+def test_nested_form_string_type_and_dtype_names():
+    rb = create_buffer({"number": 1, "type": "ReplayBuffer",
+                        "params": {"capacity": 10, "data_shape": [[3], []], "data_type": ["float32", "int64"],
+                                   "sample_size": 4, "ordered": True, "names": ["obs", "step"]}})
+    assert [(s.name, s.shape, s.dtype) for s in rb.specs] == [("obs", (3,), ms.float32), ("step", (), ms.int64)]
+    assert rb.columns[0].name == "obs"
+
+
+def test_number_greater_than_one_gives_independent_buffers():
+    buffers = create_buffer({**DQN_ENTRY, "number": 3, "capacity": 10})
+    assert isinstance(buffers, nn.CellList) and len(buffers) == 3
+    import numpy as np
+
+    buffers[1].insert([np.zeros((2, 4), np.float32), np.zeros((2, 1), np.int32),
+                       np.zeros((2, 1), np.float32), np.zeros((2, 4), np.float32)])
+    assert [int(b.size()) for b in buffers] == [0, 2, 0]
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_yaml_and_json_configs(tmp_path, suffix):
+    entry = {"number": 1, "type": "ReplayBuffer", "capacity": 50, "data_shape": [[4], [1]],
+             "data_type": ["float32", "int32"], "sample_size": 8}
+    path = tmp_path / f"algo{suffix}"
+    if suffix == ".json":
+        path.write_text(json.dumps({"replay_buffer": entry}))
+    else:
+        import yaml
+
+        path.write_text(yaml.safe_dump({"replay_buffer": entry}))
+    rb = create_buffer(load_config(path)["replay_buffer"])
+    assert rb.capacity == 50 and [s.shape for s in rb.specs] == [(4,), (1,)]
+
+
+def without(key):
+    return {k: v for k, v in DQN_ENTRY.items() if k != key}
+
+
+@pytest.mark.parametrize("entry, error, message", [
+    (without("capacity"), ValueError, r"the key 'capacity' is missing"),
+    (without("type"), ValueError, r"the key 'type' is missing"),
+    ({**DQN_ENTRY, "capacity": 0}, ValueError, r"'capacity' must be an int >= 1, but got 0"),
+    ({**DQN_ENTRY, "sample_size": -3}, ValueError, r"'sample_size' must be an int >= 1"),
+    ({**DQN_ENTRY, "capacity": 10, "replace": False}, ValueError,
+     r"'sample_size' \(64\) must not exceed 'capacity' \(10\)"),
+    ({**DQN_ENTRY, "data_type": [ms.float32, ms.int32]}, ValueError, r"got 4 shapes and 2 types"),
+    ({**DQN_ENTRY, "data_type": ["float32", "int32", "foat32", "float32"]}, ValueError,
+     r"unknown data_type\[2\] foat32; did you mean float32\?"),
+    ({**DQN_ENTRY, "capcity": 5}, ValueError, r"unknown key 'capcity'; did you mean capacity\?"),
+    ({**DQN_ENTRY, "type": "ReplayBufer"}, ValueError, r"did you mean ReplayBuffer\?"),
+    ({**DQN_ENTRY, "number": 0}, ValueError, r"'number' must be an int >= 1"),
+    ([("capacity", 5)], TypeError, r"'spec' must be a dict"),
+])
+def test_bad_specs_name_the_key(entry, error, message):
+    with pytest.raises(error, match=message):
+        create_buffer(entry)
+
+
+def test_a_misspelt_mindspore_dtype_in_a_python_config(tmp_path):
+    source = (ROOT / "configs" / "dqn.py").read_text()
+    bad = tmp_path / "dqn_typo.py"
+    bad.write_text(source.replace("ms.float32, ms.float32]", "ms.foat32, ms.float32]"))
+    assert bad.read_text() != source
+    with pytest.raises(ValueError, match=r"unknown data_type\[2\] foat32; did you mean float32\?"):
+        load_config(bad)
+
+
+def test_load_config_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no config file"):
+        load_config(tmp_path / "missing.py")
+    (tmp_path / "empty.py").write_text("x = 1\n")
+    with pytest.raises(ValueError, match="must define a dict 'algorithm_config'"):
+        load_config(tmp_path / "empty.py")
+    (tmp_path / "algo.toml").write_text("")
+    with pytest.raises(ValueError, match=r"must end in \.py, \.yaml, \.yml or \.json"):
+        load_config(tmp_path / "algo.toml")

@@ -1,0 +1,18 @@
+"""The Examples in the docstrings run, and print what they say."""
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["mindspore_rl_buffer.specs", "mindspore_rl_buffer.config", "mindspore_rl_buffer.replay_buffer",
+           "mindspore_rl_buffer.ops.ring"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0, f"{name} has no examples"
+    assert result.failed == 0
