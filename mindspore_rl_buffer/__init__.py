@@ -1,7 +1,20 @@
 """mindspore_rl_buffer: replay buffers that live on the device and compile into MindSpore graphs."""
-from mindspore_rl_buffer.config import create_buffer, load_config
+from mindspore_rl_buffer.config import create_buffer, load_config, register_buffer_type
+from mindspore_rl_buffer.py_uniform import PyUniformReplayBuffer
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec
+from mindspore_rl_buffer.trajectory import BufferInfo, TrajectoryReplayBuffer
+
+register_buffer_type(TrajectoryReplayBuffer)
 
 __version__ = "0.1.0"
-__all__ = ["ReplayBuffer", "TensorSpec", "create_buffer", "load_config"]
+__all__ = [
+    "BufferInfo",
+    "PyUniformReplayBuffer",
+    "ReplayBuffer",
+    "TensorSpec",
+    "TrajectoryReplayBuffer",
+    "create_buffer",
+    "load_config",
+    "register_buffer_type",
+]

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import sys
+import threading
 
-from mindspore import ops
+from mindspore import nn, ops
 
 from mindspore_rl_buffer import _errors
 
@@ -28,6 +29,11 @@ def in_graph():
     return _is_none(_marker)
 
 
+# MindSpore's compile and launch are not thread-safe (a data-pipeline thread and the main
+# thread calling compiled graphs at once corrupt compilation): every direct call of a
+# buffer's compiled graphs holds this lock.
+DIRECT_CALLS = threading.RLock()
+
 # MindSpore runs the assignment that its parser adds to a bare ``self.x.insert(...)``
 # statement through this function of its JIT fallback (mindspore/graph/_utils).
 _FALLBACK_SETATTR = "_jit_fallback_set_attr"
@@ -48,3 +54,21 @@ def check_not_rebound(prefix: str, methods: tuple[str, ...]) -> None:
             attr = prefix.rstrip(".") or "buffer"
             raise TypeError(_errors.BARE_CALL.format(method="/".join(methods), attr=attr))
         frame = frame.f_back
+
+
+class BufferCell(nn.Cell):
+    """Base of the buffer Cells: refuses the rebinding MindSpore makes of a bare call.
+
+    Methods named like list methods (``insert``, ``clear``) return the buffer itself inside a
+    graph, so that MindSpore's parser, which turns a bare ``self.buf.insert(...)`` statement
+    into ``self.buf = self.buf.insert(...)``, assigns the buffer back; that assignment runs
+    through ``Cell.__setattr__`` and ``update_parameters_name``, where it is caught.
+    """
+
+    # Public methods whose names MindSpore's parser takes for list methods.
+    _LIST_NAMED: tuple[str, ...] = ()
+
+    def update_parameters_name(self, prefix="", recurse=True):
+        """See ``mindspore.nn.Cell``; also refuses a graph's rebinding of the buffer."""
+        check_not_rebound(prefix, self._LIST_NAMED)
+        return super().update_parameters_name(prefix, recurse)

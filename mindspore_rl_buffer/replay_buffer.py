@@ -6,11 +6,11 @@ from typing import Any
 
 import mindspore as ms
 import numpy as np
-from mindspore import Parameter, ParameterTuple, Tensor, jit, nn, ops
+from mindspore import Parameter, ParameterTuple, Tensor, jit, ops
 from mindspore.common.initializer import initializer
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._graph import check_not_rebound, in_graph
+from mindspore_rl_buffer._graph import DIRECT_CALLS, BufferCell, in_graph
 from mindspore_rl_buffer.ops import ring
 from mindspore_rl_buffer.specs import TensorSpec, column_specs
 
@@ -74,7 +74,7 @@ def _host_tensor(op: str, column: str, value: Any) -> Tensor:
                     f"but got {type(value).__name__}.")
 
 
-class ReplayBuffer(nn.Cell):
+class ReplayBuffer(BufferCell):
     """A uniform replay buffer whose columns and cursors live on the device.
 
     State: one ``Parameter`` per column of shape ``(capacity, *shape)`` and two int32
@@ -120,7 +120,6 @@ class ReplayBuffer(nn.Cell):
         [(2, 2), (2,)]
     """
 
-    # Methods whose name MindSpore's parser takes for a list method (see ``insert``).
     _LIST_NAMED = ("insert",)
 
     def __init__(
@@ -220,7 +219,8 @@ class ReplayBuffer(nn.Cell):
         batch_size, _ = check_batch(op, self._names, self._shapes, self._dtypes, len(tensors),
                                     [t.shape for t in tensors], [t.dtype for t in tensors])
         if batch_size:
-            self._insert_compiled(*tensors)
+            with DIRECT_CALLS:
+                self._insert_compiled(*tensors)
         return None
 
     def _write(self, transition):
@@ -281,7 +281,8 @@ class ReplayBuffer(nn.Cell):
             bad = values[(values < -size) | (values >= size)]
             raise _errors.index_error(op, bad.tolist()[0] if bad.ndim else int(bad), size)
         logical = np.where(values < 0, values + size, values).astype(np.int32)
-        return self._get_item_compiled(Tensor(logical))
+        with DIRECT_CALLS:
+            return self._get_item_compiled(Tensor(logical))
 
     @jit
     def _get_item_compiled(self, index):
@@ -328,7 +329,8 @@ class ReplayBuffer(nn.Cell):
             raise _errors.empty_error(op)
         if not self._replace and self._sample_size > size:
             raise _errors.not_enough_error(op, self._sample_size, size)
-        return self._sample_compiled(ordered)
+        with DIRECT_CALLS:
+            return self._sample_compiled(ordered)
 
     @jit
     def _sample_compiled(self, ordered):
@@ -340,7 +342,8 @@ class ReplayBuffer(nn.Cell):
         """Empty the buffer: both cursors back to 0, as constructed; nothing is re-allocated."""
         if in_graph():
             return self._reset_graph()
-        return self._reset_compiled()
+        with DIRECT_CALLS:
+            return self._reset_compiled()
 
     def _reset_graph(self):
         ops.assign(self.head, ops.zeros_like(self.head))
@@ -355,7 +358,8 @@ class ReplayBuffer(nn.Cell):
         """Return how many items are stored, as an int32 scalar tensor."""
         if in_graph():
             return self.count + 0
-        return self._size_compiled()
+        with DIRECT_CALLS:
+            return self._size_compiled()
 
     @jit
     def _size_compiled(self):
@@ -365,17 +369,12 @@ class ReplayBuffer(nn.Cell):
         """Return whether the buffer holds ``capacity`` items, as a bool scalar tensor."""
         if in_graph():
             return self.count == self._capacity
-        return self._full_compiled()
+        with DIRECT_CALLS:
+            return self._full_compiled()
 
     @jit
     def _full_compiled(self):
         return self.count == self._capacity
-
-    # ------------------------------------------------------------------ bare-call guard
-    def update_parameters_name(self, prefix="", recurse=True):
-        """See ``mindspore.nn.Cell``; also refuses a graph's rebinding of the buffer (see insert)."""
-        check_not_rebound(prefix, self._LIST_NAMED)
-        return super().update_parameters_name(prefix, recurse)
 
     def extend_repr(self) -> str:
         columns = ", ".join(f"{s.name}: {s.shape} {s.dtype}" for s in self._specs)

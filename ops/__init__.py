@@ -24,6 +24,7 @@ because a functional scatter would copy every column on every call; they return 
 cursors for the caller to assign. All other operators only read.
 """
 from mindspore_rl_buffer.ops.ring import (
+    gather_ordered,
     get_item,
     insert,
     insert_rows,
@@ -31,9 +32,11 @@ from mindspore_rl_buffer.ops.ring import (
     physical_to_logical,
     sample,
     sample_indices,
+    sample_windows,
 )
 
 __all__ = [
+    "gather_ordered",
     "get_item",
     "insert",
     "insert_rows",
@@ -41,4 +44,5 @@ __all__ = [
     "physical_to_logical",
     "sample",
     "sample_indices",
+    "sample_windows",
 ]

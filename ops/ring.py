@@ -39,6 +39,12 @@ def _guard_not_empty(count):
         raise ValueError("For 'sample', the buffer is empty: insert at least one item first.")
 
 
+def _guard_windows(count, num_steps):
+    if count < num_steps:
+        raise ValueError("For 'get_next', 'num_steps' must not exceed the number of time steps "
+                         "stored.")
+
+
 def _guard_enough(count, sample_size):
     if count < sample_size:
         raise ValueError("For 'sample' without replacement, 'sample_size' must not exceed "
@@ -222,3 +228,56 @@ def sample(columns, head, count, sample_size, ordered=False, replace=True, seed=
     capacity = _check_columns(tuple(column.shape[0] for column in columns))
     physical, logical = sample_indices(head, count, sample_size, capacity, ordered, replace, seed, check)
     return logical, tuple(ops.gather(column, physical, 0) for column in columns)
+
+
+def sample_windows(head, count, sample_size, num_steps, capacity, seed=None, check=True):
+    """Draw ``sample_size`` windows of ``num_steps`` consecutive logical rows.
+
+    A window starts at a logical index drawn uniformly from ``[0, count - num_steps]``, so
+    it never crosses the write position: it holds no mix of the newest and the oldest rows.
+
+    Args:
+        head (Tensor): int32 scalar.
+        count (Tensor): int32 scalar.
+        sample_size (int): Windows to draw.
+        num_steps (int): Rows per window.
+        capacity (int): Rows per column.
+        seed (int): Seed of the random operator; ``None`` follows ``mindspore.set_seed``.
+            Default: ``None``.
+        check (bool): Guard ``count >= num_steps`` inside the graph. Default: ``True``.
+
+    Returns:
+        Tuple of 2 int32 tensors of shape ``(sample_size, num_steps)``: the physical rows and
+        the logical indexes of every step of every window.
+
+    Raises:
+        ValueError: At run time, with ``check=True``, if fewer than ``num_steps`` rows are
+            stored.
+
+    Examples:
+        >>> import mindspore as ms
+        >>> from mindspore import Tensor
+        >>> from mindspore_rl_buffer.ops import sample_windows
+        >>> rows, logical = sample_windows(Tensor(2, ms.int32), Tensor(5, ms.int32), 3, 5, 5)
+        >>> rows.asnumpy().tolist()  # the only window of 5 steps: oldest (row 2) to newest
+        [[2, 3, 4, 0, 1], [2, 3, 4, 0, 1], [2, 3, 4, 0, 1]]
+    """
+    if check:
+        _guard_windows(count, num_steps)
+    starts = ops.uniform((sample_size, 1), _ZERO, count - num_steps + 1, seed=seed, dtype=ms.int32)
+    logical = starts + _arange(num_steps)
+    return logical_to_physical(head, logical, capacity), logical
+
+
+def gather_ordered(columns, head):
+    """Every row of every column in logical order, oldest first.
+
+    Rows ``[0, count)`` of the result are the stored items; the rest are stale rows of an
+    unfilled buffer (the shape stays static so the operator compiles once).
+
+    Returns:
+        Tuple of tensors, one per column, each of the column's shape.
+    """
+    capacity = _check_columns(tuple(column.shape[0] for column in columns))
+    rows = logical_to_physical(head, _arange(capacity), capacity)
+    return tuple(ops.gather(column, rows, 0) for column in columns)

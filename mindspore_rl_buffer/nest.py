@@ -1,0 +1,146 @@
+"""Data specs as nests of :class:`TensorSpec`: flatten, check and rebuild items.
+
+On the host, nests are handled by ``optree`` (tuples, lists, dicts, namedtuples, nested).
+Inside a graph, where optree cannot run, items are flattened by following the static leaf
+paths (:func:`leaf_at`) and rebuilt from a template of leaf numbers (:func:`rebuild`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import optree
+from mindspore import Tensor, ops
+
+from mindspore_rl_buffer.specs import DTYPES, TensorSpec
+
+_NONE_IS_LEAF = False
+
+
+def _path_text(path: tuple[Any, ...]) -> str:
+    return "items" + "".join(f"[{key!r}]" if isinstance(key, str) else f"[{key}]" for key in path)
+
+
+@dataclass(frozen=True)
+class FlatSpec:
+    """A data spec flattened once: its leaves, their paths, and how to rebuild the nest."""
+
+    specs: tuple[TensorSpec, ...]
+    paths: tuple[tuple[Any, ...], ...]
+    treespec: Any
+    template: Any
+
+    @classmethod
+    def of(cls, data_spec: Any) -> FlatSpec:
+        """Flatten ``data_spec``; every leaf must be a :class:`TensorSpec`."""
+        paths, leaves, treespec = optree.tree_flatten_with_path(data_spec, none_is_leaf=_NONE_IS_LEAF)
+        if not leaves:
+            raise ValueError("'data_spec' must hold at least one TensorSpec, but it holds none.")
+        for path, leaf in zip(paths, leaves):
+            if not isinstance(leaf, TensorSpec):
+                where = "data_spec" + _path_text(path)[len("items"):]
+                raise TypeError(f"{where} must be a TensorSpec, but got {type(leaf).__name__}.")
+        template = optree.tree_unflatten(treespec, list(range(len(leaves))))
+        return cls(tuple(leaves), tuple(tuple(p) for p in paths), treespec, template)
+
+    def describe(self, i: int) -> str:
+        """``items[1][0] 'lidar'``: how errors name leaf ``i``."""
+        name = f" '{self.specs[i].name}'" if self.specs[i].name else ""
+        return _path_text(self.paths[i]) + name
+
+    def column_names(self) -> list[str]:
+        """Unique Parameter names: the spec names if they are unique, else the leaf paths."""
+        names = [spec.name for spec in self.specs]
+        if None not in names and len(set(names)) == len(names):
+            return names
+        return ["items" + "".join(f"_{key}" for key in path) for path in self.paths]
+
+    def flatten(self, op: str, items: Any, outer: tuple[int | None, ...]) -> list[Tensor]:
+        """Check ``items`` against the spec on the host and return its leaves as tensors.
+
+        Every leaf must have shape ``outer + spec.shape`` and the spec's dtype; a ``None`` in
+        ``outer`` takes any size that is the same across the leaves.
+
+        Raises:
+            ValueError: If the structure, a shape or a dtype does not match; the message names
+                the leaf path, e.g. ``items[1][0] 'lidar': expected shape (32, 5), got (32, 4)``.
+            TypeError: If a leaf is not a tensor or numpy array.
+        """
+        try:
+            leaves = self.treespec.flatten_up_to(items)
+        except ValueError as error:
+            got = optree.tree_structure(items, none_is_leaf=_NONE_IS_LEAF)
+            raise ValueError(f"For '{op}', items must have the structure of the data spec "
+                             f"{self.treespec}, but got {got}.") from error
+        tensors = []
+        for i, leaf in enumerate(leaves):
+            if isinstance(leaf, (np.ndarray, np.generic)):
+                if DTYPES.get(np.asarray(leaf).dtype.name) is None:
+                    raise ValueError(f"For '{op}', {self.describe(i)}: expected dtype {self.specs[i].dtype}, "
+                                     f"got {np.asarray(leaf).dtype}.")
+                leaf = Tensor(np.asarray(leaf))
+            elif not isinstance(leaf, Tensor):
+                raise TypeError(f"For '{op}', {self.describe(i)}: expected a mindspore.Tensor or a numpy "
+                                f"array, got {type(leaf).__name__}.")
+            tensors.append(leaf)
+        if None in outer:
+            outer = tuple(tensors[0].shape[j] if size is None and len(tensors[0].shape) > j else size
+                          for j, size in enumerate(outer))
+        check_leaves(op, self.descriptions(), self.shapes(outer), self.dtypes(),
+                     [t.shape for t in tensors], [t.dtype for t in tensors])
+        return tensors
+
+    def descriptions(self) -> tuple[str, ...]:
+        return tuple(self.describe(i) for i in range(len(self.specs)))
+
+    def shapes(self, outer: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], ...]:
+        return tuple(tuple(outer) + spec.shape for spec in self.specs)
+
+    def dtypes(self) -> tuple[Any, ...]:
+        return tuple(spec.dtype for spec in self.specs)
+
+    def leaves(self, items: Any) -> list[Any]:
+        """The leaves of ``items`` (a nest shaped like the spec), in spec order."""
+        return self.treespec.flatten_up_to(items)
+
+    def unflatten(self, leaves: Any) -> Any:
+        """Rebuild the nest of the spec from its leaves (host side)."""
+        return optree.tree_unflatten(self.treespec, list(leaves))
+
+
+def check_leaves(op, descriptions, shapes, dtypes, got_shapes, got_dtypes):
+    """Check leaf shapes and dtypes; on the host, and as a compile-time check in a graph."""
+    for description, shape, dtype, got_shape, got_dtype in zip(descriptions, shapes, dtypes, got_shapes,
+                                                                 got_dtypes):
+        if tuple(got_shape) != tuple(shape):
+            raise ValueError(f"For '{op}', {description}: expected shape {tuple(shape)}, got {tuple(got_shape)}.")
+        if got_dtype != dtype:
+            raise ValueError(f"For '{op}', {description}: expected dtype {dtype}, got {got_dtype}.")
+    return True
+
+
+check_leaves_graph = ops.constexpr(check_leaves)
+
+
+def leaf_at(items, path):
+    """The leaf of ``items`` at ``path``; runs on the host and inside a graph."""
+    for key in path:
+        items = items[key]
+    return items
+
+
+def rebuild(template, leaves):
+    """Rebuild a nest from ``template`` (the spec's structure with leaf numbers at its leaves).
+
+    Runs on the host and inside a graph, where ``template`` is a compile-time constant.
+    """
+    if isinstance(template, int):
+        return leaves[template]
+    if isinstance(template, dict):
+        return {key: rebuild(value, leaves) for key, value in template.items()}
+    if isinstance(template, list):
+        return [rebuild(value, leaves) for value in template]
+    if hasattr(template, "_fields"):
+        return type(template)(*[rebuild(value, leaves) for value in template])
+    return tuple(rebuild(value, leaves) for value in template)

@@ -1,0 +1,298 @@
+"""The TF-Agents face: TrajectoryReplayBuffer and PyUniformReplayBuffer against numpy models."""
+from __future__ import annotations
+
+import collections
+
+import mindspore as ms
+import numpy as np
+import optree
+import pytest
+from mindspore import Tensor, nn
+from scipy.stats import chisquare
+
+from mindspore_rl_buffer import PyUniformReplayBuffer, ReplayBuffer, TensorSpec, TrajectoryReplayBuffer
+
+TUTORIAL_SPEC = (TensorSpec([3], ms.float32, "action"),
+                 (TensorSpec([5], ms.float32, "lidar"), TensorSpec([3, 2], ms.float32, "camera")))
+
+
+class SegmentModel:
+    """``segments`` independent deques of at most ``max_length`` time steps (no ring arithmetic)."""
+
+    def __init__(self, segments: int, max_length: int) -> None:
+        self.steps = [collections.deque(maxlen=max_length) for _ in range(segments)]
+
+    def add(self, values_per_segment) -> None:
+        for segment, value in zip(self.steps, values_per_segment):
+            segment.append(value)
+
+    def stored(self) -> np.ndarray:  # [segments, time]
+        return np.array([list(s) for s in self.steps])
+
+
+def step_values(t: int, segments: int) -> np.ndarray:
+    """Time step t of every segment, encoded as ``1000 * t + segment``."""
+    return 1000 * t + np.arange(segments)
+
+
+def tutorial_items(t: int, batch_size: int = 32):
+    v = step_values(t, batch_size).astype(np.float32)
+    camera = np.broadcast_to(v[:, None, None], (batch_size, 3, 2)).copy()
+    return np.repeat(v[:, None], 3, 1), (np.repeat(v[:, None], 5, 1), camera)
+
+
+def to_np(tree):
+    return optree.tree_map(lambda x: x.asnumpy() if isinstance(x, Tensor) else np.asarray(x), tree)
+
+
+def test_the_tf_agents_tutorial_shapes_and_values():
+    rb = TrajectoryReplayBuffer(TUTORIAL_SPEC, batch_size=32, max_length=1000)
+    assert rb.capacity == 32000 and rb.data_spec is TUTORIAL_SPEC
+    for t in range(6):
+        rb.add_batch(tutorial_items(t))
+    (action, (lidar, camera)), info = next(iter(rb.as_dataset(sample_batch_size=4, num_steps=2)))
+    assert (action.shape, lidar.shape, camera.shape) == ((4, 2, 3), (4, 2, 5), (4, 2, 3, 2))
+    action = action.asnumpy()
+    assert (np.diff(action[:, :, 0], axis=1) == 1000).all(), "two consecutive steps of one segment"
+    np.testing.assert_allclose(info.probabilities.asnumpy(), 1 / (32 * 5))
+    action, (lidar, camera) = to_np(rb.gather_all())
+    assert (action.shape, lidar.shape, camera.shape) == ((32, 6, 3), (32, 6, 5), (32, 6, 3, 2))
+    expected = np.stack([step_values(t, 32) for t in range(6)], 1).astype(np.float32)  # [32, 6]
+    np.testing.assert_array_equal(action, np.repeat(expected[..., None], 3, -1))
+    np.testing.assert_array_equal(lidar, np.repeat(expected[..., None], 5, -1))
+    np.testing.assert_array_equal(camera, np.broadcast_to(expected[..., None, None], (32, 6, 3, 2)))
+
+
+SPEC1 = {"value": TensorSpec([], ms.float32, "value")}
+
+
+def fill(rb, model, steps, segments, start=0):
+    for t in range(start, start + steps):
+        v = step_values(t, segments)
+        rb.add_batch({"value": v.astype(np.float32)})
+        model.add(v)
+
+
+def test_add_batch_wraps_like_the_model_and_windows_never_cross_the_write_position():
+    ms.set_seed(2)
+    rb, model = TrajectoryReplayBuffer(SPEC1, batch_size=3, max_length=5), SegmentModel(3, 5)
+    fill(rb, model, 13, 3)  # wrapped: holds steps 8..12
+    np.testing.assert_array_equal(rb.gather_all()["value"].asnumpy(), model.stored())
+    items, info = rb.get_next(sample_batch_size=3000, num_steps=3)
+    values = items["value"].asnumpy().astype(np.int64)
+    t, segment = values // 1000, values % 1000
+    assert (np.diff(t, axis=1) == 1).all(), "consecutive steps, never newest-then-oldest"
+    assert (segment == segment[:, :1]).all() and t.min() >= 8 and t.max() <= 12
+    rows = np.asarray(info.ids.asnumpy()) // 3
+    np.testing.assert_array_equal(np.asarray(info.ids.asnumpy()) % 3, segment)
+    np.testing.assert_array_equal(rows, t % 5)  # ids are physical slots: row * batch_size + segment
+    np.testing.assert_allclose(info.probabilities.asnumpy(), 1 / (3 * 3))
+    # 3 segments x 3 valid starts (8, 9, 10), equally likely; seeded, so deterministic.
+    picks = np.bincount(segment[:, 0] * 3 + (t[:, 0] - 8), minlength=9)
+    assert chisquare(picks).pvalue > 1e-4
+
+
+def test_num_steps_equal_to_the_stored_steps_takes_the_whole_segment():
+    rb, model = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4), SegmentModel(2, 4)
+    fill(rb, model, 6, 2)  # holds 2..5, head mid-ring
+    items, _ = rb.get_next(sample_batch_size=20, num_steps=4)
+    t = items["value"].asnumpy().astype(np.int64) // 1000
+    assert (t == np.arange(2, 6)).all()
+
+
+def test_num_steps_longer_than_stored_and_empty_buffers_are_refused():
+    rb = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4)
+    with pytest.raises(ValueError, match="the buffer is empty"):
+        rb.get_next()
+    fill(rb, SegmentModel(2, 4), 2, 2)
+    with pytest.raises(ValueError, match=r"'num_steps' \(3\) must not exceed the 2 time steps stored"):
+        rb.get_next(num_steps=3)
+    with pytest.raises(ValueError, match=r"'num_steps' \(5\) must not exceed the 4 time steps the buffer can hold"):
+        rb.get_next(num_steps=5)
+    with pytest.raises(TypeError, match="'time_stacked' must be a bool"):
+        rb.get_next(2, 2, time_stacked=None)
+    with pytest.raises(ValueError, match="'sample_batch_size' must be an int >= 1"):
+        rb.get_next(0)
+
+
+def test_single_items_and_unstacked_time():
+    rb = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=6)
+    fill(rb, SegmentModel(2, 6), 4, 2)
+    item, info = rb.get_next()
+    assert item["value"].shape == () and info.ids.shape == () and info.probabilities.shape == ()
+    steps, info = rb.get_next(sample_batch_size=5, num_steps=3, time_stacked=False)
+    assert len(steps) == 3 and steps[0]["value"].shape == (5,) and len(info.ids) == 3
+    t = np.stack([s["value"].asnumpy() for s in steps], 1).astype(np.int64) // 1000
+    assert (np.diff(t, axis=1) == 1).all()
+    one, _ = rb.get_next(num_steps=2, time_stacked=False)
+    assert len(one) == 2 and one[0]["value"].shape == ()
+
+
+Point = collections.namedtuple("Point", ["x", "y"])
+NESTS = {
+    "single spec": TensorSpec([2], ms.float32, "obs"),
+    "list": [TensorSpec([2], ms.float32), TensorSpec([], ms.int32)],
+    "dict": {"obs": TensorSpec([2], ms.float32), "step": TensorSpec([], ms.int32)},
+    "namedtuple": Point(TensorSpec([2], ms.float32), TensorSpec([1], ms.int32)),
+    "nested": {"a": (TensorSpec([2], ms.float32), [Point(TensorSpec([], ms.int32), TensorSpec([3], ms.float32))])},
+}
+
+
+@pytest.mark.parametrize("kind", list(NESTS))
+def test_nests_of_every_kind_round_trip(kind):
+    spec = NESTS[kind]
+    specs, treespec = optree.tree_flatten(spec)
+
+    def items(t, outer):
+        return optree.tree_unflatten(treespec, [
+            np.full((*outer, *s.shape), t * 10 + i, ms.dtype_to_nptype(s.dtype)) for i, s in enumerate(specs)])
+
+    rb = TrajectoryReplayBuffer(spec, batch_size=2, max_length=3)
+    py = PyUniformReplayBuffer(spec, capacity=3)
+    for t in range(4):
+        rb.add_batch(items(t, (2,)))
+        py.add_batch(items(t, (1,)))
+    for gathered, outer in ((rb.gather_all(), 2), (py.gather_all(), 1)):
+        assert optree.tree_structure(gathered) == treespec
+        for i, leaf in enumerate(optree.tree_leaves(to_np(gathered))):
+            assert leaf.shape == (outer, 3, *specs[i].shape)
+            np.testing.assert_array_equal(leaf[:, :, ...].reshape(outer, 3, -1)[..., 0],
+                                          np.broadcast_to([10 + i, 20 + i, 30 + i], (outer, 3)))
+    for sampled in (rb.get_next(4, 2)[0], py.get_next(4, 2)[0]):
+        assert optree.tree_structure(sampled) == treespec
+
+
+def test_bad_items_name_the_leaf_and_write_nothing():
+    rb = TrajectoryReplayBuffer(TUTORIAL_SPEC, batch_size=32, max_length=10)
+    rb.add_batch(tutorial_items(0))
+    before = rb.gather_all()
+    good = tutorial_items(1)
+    bad_calls = [
+        ((good[0], (good[1][0][:, :4], good[1][1])), ValueError,
+         r"For 'add_batch', items\[1\]\[0\] 'lidar': expected shape \(32, 5\), got \(32, 4\)\."),
+        ((good[0], (good[1][0].astype(np.float64), good[1][1])), ValueError,
+         r"items\[1\]\[0\] 'lidar': expected dtype Float32, got Float64"),
+        ((good[0][:31], good[1]), ValueError, r"items\[0\] 'action': expected shape \(32, 3\), got \(31, 3\)"),
+        ((good[0], good[1][0]), ValueError, "must have the structure of the data spec"),
+        ([good[0], good[1]], ValueError, "must have the structure of the data spec"),
+        ((good[0].tolist(), good[1]), TypeError, r"items\[0\] 'action': expected a mindspore.Tensor or a numpy array"),
+    ]
+    for items, error, message in bad_calls:
+        with pytest.raises(error, match=message):
+            rb.add_batch(items)
+    after = rb.gather_all()
+    for x, y in zip(optree.tree_leaves(to_np(before)), optree.tree_leaves(to_np(after))):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_single_deterministic_pass_walks_every_item_once_in_order():
+    rb, model = TrajectoryReplayBuffer(SPEC1, batch_size=5, max_length=4), SegmentModel(5, 4)
+    fill(rb, model, 7, 5)  # holds 3..6 of 5 segments
+    stored = model.stored()
+    singles = [to_np(item)["value"] for item, _ in rb.as_dataset(single_deterministic_pass=True)]
+    np.testing.assert_array_equal(np.array(singles), stored.reshape(-1))  # segment by segment, oldest first
+    windows = [to_np(item)["value"] for item, _ in rb.as_dataset(num_steps=2, single_deterministic_pass=True)]
+    np.testing.assert_array_equal(np.array(windows), stored.reshape(5, 2, 2).reshape(10, 2))
+    groups = [to_np(item)["value"] for item, _ in rb.as_dataset(sample_batch_size=2, single_deterministic_pass=True)]
+    assert [g.shape for g in groups] == [(2,)] * 8 + [(1,)] * 4
+    np.testing.assert_array_equal(np.concatenate(groups[:4]), stored[:2].T.reshape(-1))
+    py = PyUniformReplayBuffer(SPEC1, capacity=4)
+    for t in range(7):
+        py.add_batch({"value": np.array([t], np.float32)})
+    assert [float(item["value"]) for item, _ in py.as_dataset(single_deterministic_pass=True)] == [3, 4, 5, 6]
+
+
+def test_as_mindspore_dataset_columns():
+    rb = TrajectoryReplayBuffer(TUTORIAL_SPEC, batch_size=32, max_length=10)
+    for t in range(3):
+        rb.add_batch(tutorial_items(t))
+    dataset = rb.as_mindspore_dataset(sample_batch_size=4, num_steps=2, num_samples=2)
+    assert dataset.get_col_names() == ["action", "lidar", "camera", "ids", "probabilities"]
+    rows = list(dataset.create_tuple_iterator(num_epochs=1, output_numpy=True))
+    assert len(rows) == 2 and [x.shape for x in rows[0]] == [(4, 2, 3), (4, 2, 5), (4, 2, 3, 2), (4, 2), (4,)]
+    passes = list(rb.as_mindspore_dataset(single_deterministic_pass=True).create_tuple_iterator(
+        num_epochs=1, output_numpy=True))
+    assert len(passes) == 32 * 3
+
+
+def test_add_batch_is_an_observer_for_a_driver():
+    rb = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=8)
+    observers = [rb.add_batch]
+    for t in range(3):  # a minimal driver: step the environments, hand each step to the observers
+        for observer in observers:
+            observer({"value": step_values(t, 2).astype(np.float32)})
+    assert int(rb.num_frames()) == 6
+
+
+class InGraph(nn.Cell):
+    def __init__(self, buffer):
+        super().__init__()
+        self.buffer = buffer
+
+    def construct(self, action, lidar, camera):
+        _ = self.buffer.add_batch((action, (lidar, camera)))
+        return self.buffer.get_next(4, 2)
+
+
+def test_inside_a_cell_add_then_sample_in_one_graph():
+    rb = TrajectoryReplayBuffer(TUTORIAL_SPEC, batch_size=32, max_length=10)
+    rb.add_batch(tutorial_items(0))  # windows of 2 need 2 stored steps: the graph adds the second
+    graph = InGraph(rb)
+    for t in range(1, 4):
+        action_t, (lidar_t, camera_t) = tutorial_items(t)
+        (action, (_, camera)), info = graph(Tensor(action_t), Tensor(lidar_t), Tensor(camera_t))
+        assert action.shape == (4, 2, 3) and camera.shape == (4, 2, 3, 2) and info.ids.shape == (4, 2)
+        steps = action.asnumpy()[:, :, 0].astype(np.int64) // 1000
+        assert (np.diff(steps, axis=1) == 1).all() and steps.max() <= t
+    expected = np.stack([step_values(t, 32) for t in range(4)], 1)
+    np.testing.assert_array_equal(rb.gather_all()[0].asnumpy()[:, :, 0], expected)
+
+
+def test_clear_inside_a_cell_including_the_bare_statement():
+    # `clear` is on MindSpore's list of list-method names, yet MindSpore 2.10 leaves a bare
+    # `self.buffer.clear()` alone (unlike `insert(...)`): it must just work.
+    class BareClear(nn.Cell):
+        def __init__(self, buffer):
+            super().__init__()
+            self.buffer = buffer
+
+        def construct(self, value):
+            self.buffer.clear()
+            _ = self.buffer.add_batch({"value": value})
+            return self.buffer.num_frames(), self.buffer.get_next(8)
+
+    rb = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4)
+    fill(rb, SegmentModel(2, 4), 3, 2)
+    graph = BareClear(rb)
+    for t in range(3):
+        frames, (items, _) = graph(Tensor(step_values(10 + t, 2).astype(np.float32)))
+        assert int(frames) == 2
+        assert set(items["value"].asnumpy().astype(int)) <= set(step_values(10 + t, 2))
+
+
+def test_py_uniform_buffer_against_the_model_and_to_device():
+    ms.set_seed(0)
+    py = PyUniformReplayBuffer(SPEC1, capacity=5, seed=1)
+    model = SegmentModel(1, 5)
+    for start, n in [(0, 1), (1, 3), (4, 4), (8, 1), (9, 7)]:
+        py.add_batch({"value": np.arange(start, start + n, dtype=np.float32)})
+        for v in range(start, start + n):
+            model.add([v])
+        np.testing.assert_array_equal(py.gather_all()["value"], model.stored())
+    assert py.num_frames() == 5  # holds 11..15
+    items, info = py.get_next(sample_batch_size=500, num_steps=3)
+    v = items["value"].astype(np.int64)
+    assert (np.diff(v, axis=1) == 1).all() and v.min() >= 11 and v.max() <= 15
+    np.testing.assert_allclose(info.probabilities, 1 / 3)
+    device = py.to_device(sample_size=4)
+    assert isinstance(device, ReplayBuffer) and int(device.size()) == 5
+    np.testing.assert_array_equal(device.get_item(Tensor(np.arange(5, dtype=np.int32)))[0].asnumpy(),
+                                  np.arange(11, 16))
+    with pytest.raises(ValueError, match="the buffer's columns must be"):
+        py.to_device(ReplayBuffer(1, 5, [(2,)], [ms.float32]))
+    with pytest.raises(ValueError, match=r"items\['value'\] 'value': expected shape \(n, \)|expected shape"):
+        py.add_batch({"value": np.zeros((2, 2), np.float32)})
+    py.clear()
+    assert py.num_frames() == 0
+    with pytest.raises(ValueError, match="the buffer is empty"):
+        py.get_next()
