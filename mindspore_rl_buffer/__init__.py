@@ -1,4 +1,5 @@
 """mindspore_rl_buffer: replay buffers that live on the device and compile into MindSpore graphs."""
+from mindspore_rl_buffer.checkpoint import load_checkpoint, save_checkpoint
 from mindspore_rl_buffer.config import create_buffer, load_config, register_buffer_type
 from mindspore_rl_buffer.py_uniform import PyUniformReplayBuffer
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
@@ -15,6 +16,8 @@ __all__ = [
     "TensorSpec",
     "TrajectoryReplayBuffer",
     "create_buffer",
+    "load_checkpoint",
     "load_config",
     "register_buffer_type",
+    "save_checkpoint",
 ]

@@ -72,3 +72,22 @@ class BufferCell(nn.Cell):
         """See ``mindspore.nn.Cell``; also refuses a graph's rebinding of the buffer."""
         check_not_rebound(prefix, self._LIST_NAMED)
         return super().update_parameters_name(prefix, recurse)
+
+    def save(self, path):
+        """Write the buffer (every column, both cursors, its specs) to ``path`` (``.ckpt``), atomically.
+
+        See :func:`mindspore_rl_buffer.save_checkpoint`.
+        """
+        from mindspore_rl_buffer.checkpoint import save_checkpoint
+
+        return save_checkpoint(self, path)
+
+    def load(self, path):
+        """Restore the buffer from ``path`` in place; refuses a checkpoint of another type,
+        capacity, shape or dtype and then leaves the buffer unchanged.
+
+        See :func:`mindspore_rl_buffer.load_checkpoint`.
+        """
+        from mindspore_rl_buffer.checkpoint import load_checkpoint
+
+        load_checkpoint(path, self)

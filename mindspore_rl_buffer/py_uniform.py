@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import mindspore as ms
 import numpy as np
 
 from mindspore_rl_buffer.nest import FlatSpec
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer, check_size
+from mindspore_rl_buffer.specs import numpy_dtype
 from mindspore_rl_buffer.trajectory import BufferInfo, TFAgentsAPI, check_sample_args, check_stored
 
 
@@ -40,7 +40,7 @@ class PyUniformReplayBuffer(TFAgentsAPI):
         self._capacity = check_size(op, "capacity", capacity)
         self._flat = FlatSpec.of(data_spec)
         self._data_spec = data_spec
-        self._columns = [np.zeros((self._capacity, *spec.shape), ms.dtype_to_nptype(spec.dtype))
+        self._columns = [np.zeros((self._capacity, *spec.shape), numpy_dtype(spec.dtype))
                          for spec in self._flat.specs]
         self._head = 0
         self._count = 0
@@ -146,6 +146,34 @@ class PyUniformReplayBuffer(TFAgentsAPI):
             rows = self._ordered_rows()
             buffer.insert([column[rows] for column in self._columns])
         return buffer
+
+    def _describe(self) -> str:
+        columns = ", ".join(f"{n}: {s.shape} {s.dtype}" for n, s in zip(self._flat.column_names(), self._flat.specs))
+        return f"PyUniformReplayBuffer(capacity={self._capacity}, columns=[{columns}])"
+
+    def _host_state(self) -> dict[str, np.ndarray]:
+        state = {f"columns.{name}": column for name, column in zip(self._flat.column_names(), self._columns)}
+        state["head"] = np.array(self._head, np.int32)
+        state["count"] = np.array(self._count, np.int32)
+        return state
+
+    def _restore_host_state(self, state: dict[str, np.ndarray]) -> None:
+        for name, column in zip(self._flat.column_names(), self._columns):
+            column[...] = state[f"columns.{name}"]
+        self._head, self._count = int(state["head"]), int(state["count"])
+
+    def save(self, path: Any) -> Any:
+        """Write every column and both cursors to ``path`` (``.ckpt``), atomically
+        (see :func:`mindspore_rl_buffer.save_checkpoint`)."""
+        from mindspore_rl_buffer.checkpoint import save_checkpoint
+
+        return save_checkpoint(self, path)
+
+    def load(self, path: Any) -> None:
+        """Restore from ``path``; refuses a checkpoint of another capacity, shape or dtype."""
+        from mindspore_rl_buffer.checkpoint import load_checkpoint
+
+        load_checkpoint(path, self)
 
     def __repr__(self) -> str:
         return f"PyUniformReplayBuffer(capacity={self._capacity}, stored={self._count}, data_spec={self._data_spec})"

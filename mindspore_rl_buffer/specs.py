@@ -33,6 +33,19 @@ DTYPES: dict[str, ms.dtype.Type] = {
 _ALIASES = {"bool_": "bool", "float": "float32", "int": "int32", "double": "float64", "half": "float16"}
 
 
+def numpy_dtype(dtype: ms.dtype.Type) -> np.dtype:
+    """The numpy dtype of a MindSpore dtype (``bfloat16`` has none in numpy)."""
+    name = str(dtype).lower()
+    if name == "bfloat16":
+        raise ValueError("bfloat16 columns have no numpy dtype; use them on the device only.")
+    return np.dtype("bool" if name == "bool" else name)
+
+
+def mindspore_dtype(value: Any) -> ms.dtype.Type:
+    """The MindSpore dtype of a tensor or numpy array."""
+    return value.dtype if isinstance(value, ms.Tensor) else DTYPES[np.asarray(value).dtype.name]
+
+
 def to_dtype(value: Any, where: str) -> ms.dtype.Type:
     """Read a dtype given as a MindSpore dtype, a numpy dtype or a name such as ``'float32'``.
 
@@ -112,7 +125,8 @@ class TensorSpec:
     @property
     def nbytes(self) -> int:
         """Bytes of one item."""
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(ms.dtype_to_nptype(self.dtype)).itemsize
+        itemsize = 2 if self.dtype == ms.bfloat16 else numpy_dtype(self.dtype).itemsize
+        return int(np.prod(self.shape, dtype=np.int64)) * itemsize
 
 
 def column_specs(

@@ -11,6 +11,7 @@ from mindspore import Tensor, nn
 from scipy.stats import chisquare
 
 from mindspore_rl_buffer import PyUniformReplayBuffer, ReplayBuffer, TensorSpec, TrajectoryReplayBuffer
+from mindspore_rl_buffer.specs import numpy_dtype
 
 TUTORIAL_SPEC = (TensorSpec([3], ms.float32, "action"),
                  (TensorSpec([5], ms.float32, "lidar"), TensorSpec([3, 2], ms.float32, "camera")))
@@ -145,7 +146,7 @@ def test_nests_of_every_kind_round_trip(kind):
 
     def items(t, outer):
         return optree.tree_unflatten(treespec, [
-            np.full((*outer, *s.shape), t * 10 + i, ms.dtype_to_nptype(s.dtype)) for i, s in enumerate(specs)])
+            np.full((*outer, *s.shape), t * 10 + i, numpy_dtype(s.dtype)) for i, s in enumerate(specs)])
 
     rb = TrajectoryReplayBuffer(spec, batch_size=2, max_length=3)
     py = PyUniformReplayBuffer(spec, capacity=3)

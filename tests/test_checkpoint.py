@@ -1,0 +1,195 @@
+"""save/load: exact restores for every buffer type, refusals that change nothing, atomic writes."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import Tensor, nn
+
+from mindspore_rl_buffer import (
+    PyUniformReplayBuffer,
+    ReplayBuffer,
+    TensorSpec,
+    TrajectoryReplayBuffer,
+    load_checkpoint,
+    save_checkpoint,
+)
+from tests.reference import RingModel, decode, encoded_batch
+from tests.test_replay_buffer import DTYPES, NAMES, SHAPES, Learner, make, state_of
+
+
+def assert_same_state(a, b):
+    for x, y in zip(a[0], b[0]):
+        np.testing.assert_array_equal(x, y)
+    assert a[1:] == b[1:]
+
+
+def test_a_wrapped_buffer_is_restored_exactly(tmp_path):
+    rb, model = make(), RingModel(7, SHAPES, DTYPES)
+    rb.insert(encoded_batch(0, 11))
+    model.insert(encoded_batch(0, 11))
+    saved = state_of(rb)
+    assert saved[1] != 0, "the checkpoint must hold a wrapped buffer"
+    rb.save(tmp_path / "rb.ckpt")
+    restored = make()
+    restored.load(tmp_path / "rb.ckpt")
+    assert_same_state(state_of(restored), saved)
+    assert decode(*restored.get_item(0)) == 4 and decode(*restored.get_item(-1)) == 10
+
+
+def test_restore_into_a_buffer_whose_graphs_already_ran(tmp_path):
+    source = make()
+    source.insert(encoded_batch(100, 9))
+    source.save(tmp_path / "source.ckpt")
+    rb = make()
+    learner = Learner(rb)  # compile and run both the direct graphs and a user's graph first
+    rb.insert(encoded_batch(0, 3))
+    rb.sample(), rb.get_item(0), rb.size()
+    learner(*(Tensor(x) for x in encoded_batch(3, 1)))
+    rb.load(tmp_path / "source.ckpt")
+    assert_same_state(state_of(rb), state_of(source))
+    assert decode(*rb.get_item(0)) == 102 and int(rb.size()) == 7  # direct graphs see the restore
+    assert set(decode(*rb.sample())) <= set(range(102, 109))
+    size, _, newest, _, sampled, _ = learner(*(Tensor(x) for x in encoded_batch(500, 1)))  # so does the user's
+    assert int(size) == 7 and decode(*newest) == 500
+    assert set(decode(*sampled)) <= set(range(103, 109)) | {500}
+
+
+def test_trajectory_and_py_uniform_buffers_round_trip(tmp_path):
+    spec = {"obs": TensorSpec([2], ms.float32), "step": TensorSpec([], ms.int32)}
+    rb = TrajectoryReplayBuffer(spec, batch_size=3, max_length=4)
+    py = PyUniformReplayBuffer(spec, capacity=5)
+    for t in range(6):
+        rb.add_batch({"obs": np.full((3, 2), t, np.float32), "step": np.full(3, t, np.int32)})
+        py.add_batch({"obs": np.full((1, 2), t, np.float32), "step": np.full(1, t, np.int32)})
+    rb.save(tmp_path / "traj.ckpt")
+    save_checkpoint(py, tmp_path / "py.ckpt")
+    rb2, py2 = TrajectoryReplayBuffer(spec, batch_size=3, max_length=4), PyUniformReplayBuffer(spec, capacity=5)
+    rb2.load(tmp_path / "traj.ckpt")
+    load_checkpoint(tmp_path / "py.ckpt", py2)
+    np.testing.assert_array_equal(rb2.gather_all()["step"].asnumpy(), rb.gather_all()["step"].asnumpy())
+    np.testing.assert_array_equal(py2.gather_all()["step"], [[1, 2, 3, 4, 5]])
+    with pytest.raises(ValueError, match="records no PyUniformReplayBuffer"):
+        py2.load(tmp_path / "traj.ckpt")
+
+
+@pytest.mark.parametrize("other, message", [
+    (lambda: make(capacity=8), r"Parameter 'state' has shape \(7, 2\) .* but shape \(8, 2\)"),
+    (lambda: ReplayBuffer(5, 7, [(3,), (), (1,)], [ms.float32, ms.int32, ms.float32], names=NAMES),
+     r"Parameter 'state' has shape \(7, 2\)"),
+    (lambda: ReplayBuffer(5, 7, SHAPES, [ms.float32, ms.int64, ms.float32], names=NAMES),
+     r"Parameter 'action' has shape \(7,\) and dtype Int32 .* dtype Int64"),
+    (lambda: make().__class__(5, 7, SHAPES, [ms.float32, ms.int32, ms.float32]), r"no value for Parameter 'column_0'"),
+    (lambda: TrajectoryReplayBuffer({"x": TensorSpec([], ms.float32)}, 2, 3), "records no TrajectoryReplayBuffer"),
+])
+def test_loading_into_another_kind_of_buffer_is_refused_and_changes_nothing(tmp_path, other, message):
+    rb = make()
+    rb.insert(encoded_batch(0, 9))
+    rb.save(tmp_path / "rb.ckpt")
+    target = other()
+    before = [p.asnumpy().copy() for p in target.get_parameters()]
+    with pytest.raises(ValueError, match=message):
+        target.load(tmp_path / "rb.ckpt")
+    for x, p in zip(before, target.get_parameters()):
+        np.testing.assert_array_equal(x, p.asnumpy())
+
+
+def test_corrupt_truncated_and_missing_files(tmp_path):
+    rb = make()
+    rb.insert(encoded_batch(0, 4))
+    path = rb.save(tmp_path / "rb.ckpt")
+    data = path.read_bytes()
+    (tmp_path / "truncated.ckpt").write_bytes(data[: len(data) // 2])
+    (tmp_path / "garbage.ckpt").write_bytes(b"\x00garbage" * 100)
+    target = make()
+    target.insert(encoded_batch(50, 2))
+    before = state_of(target)
+    for name in ("truncated.ckpt", "garbage.ckpt"):
+        with pytest.raises(ValueError, match="is not a readable checkpoint"):
+            target.load(tmp_path / name)
+    with pytest.raises(FileNotFoundError, match="no checkpoint file"):
+        target.load(tmp_path / "missing.ckpt")
+    with pytest.raises(ValueError, match=r"must end in \.ckpt"):
+        target.save(tmp_path / "rb.bin")
+    assert_same_state(state_of(target), before)
+    assert decode(*target.sample()).max() <= 51
+
+
+def test_a_training_network_saved_by_mindspore_or_by_us_restores_in_place(tmp_path):
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.buffer = make()
+            self.dense = nn.Dense(2, 1)
+
+        def construct(self, state, action, reward):
+            _ = self.buffer.insert([state, action, reward])
+            s, _, _ = self.buffer.sample()
+            return self.dense(s).sum()
+
+    net = Net()
+    for start in range(0, 12, 3):
+        net(*(Tensor(x) for x in encoded_batch(start, 3)))
+    ours, theirs = tmp_path / "ours.ckpt", tmp_path / "theirs.ckpt"
+    save_checkpoint(net, ours)
+    ms.save_checkpoint(net, str(theirs))
+    expected = state_of(net.buffer)
+    for path in (ours, theirs):
+        fresh = Net()
+        fresh(*(Tensor(x) for x in encoded_batch(900, 3)))  # compiled and run before the restore
+        load_checkpoint(path, fresh)
+        assert_same_state(state_of(fresh.buffer), expected)
+        np.testing.assert_array_equal(fresh.dense.weight.asnumpy(), net.dense.weight.asnumpy())
+        fresh(*(Tensor(x) for x in encoded_batch(12, 1)))  # the compiled graph writes after the restore
+        assert decode(*fresh.buffer.get_item(-1)) == 12 and int(fresh.buffer.size()) == 7
+
+
+SAVER = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import mindspore as ms
+    from mindspore_rl_buffer import ReplayBuffer
+    ms.set_context(mode=ms.GRAPH_MODE)
+    rb = ReplayBuffer(1, 64, [(256, 1024)], [ms.float32])  # 64 MiB: a save takes a while
+    for version in range(1, 1000):
+        rb.insert([np.full((64, 256, 1024), version, np.float32)])
+        print("begin", version, flush=True)
+        rb.save(sys.argv[1])
+        print("end", version, flush=True)
+""")
+
+
+def test_a_crash_in_the_middle_of_a_save_leaves_the_previous_checkpoint_intact(tmp_path):
+    script, path = tmp_path / "saver.py", tmp_path / "buffer.ckpt"
+    script.write_text(SAVER)
+    child = subprocess.Popen([sys.executable, str(script), str(path)], stdout=subprocess.PIPE, text=True,
+                             cwd=tmp_path)
+    try:
+        lines = []
+        while "end 1" not in lines:
+            lines.append(child.stdout.readline().strip())
+        assert child.stdout.readline().strip() == "begin 2"
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob(".buffer.*.tmp*")):  # kill while the second save is being written
+            assert time.monotonic() < deadline and child.poll() is None
+            time.sleep(0.0005)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+    leftovers = list(tmp_path.glob(".buffer.*.tmp*"))
+    assert leftovers, "the kill must interrupt a save in progress (its temporary file is left behind)"
+    rb = ReplayBuffer(1, 64, [(256, 1024)], [ms.float32])
+    rb.load(path)
+    versions = np.unique(rb.columns[0].asnumpy())
+    assert len(versions) == 1 and versions[0] in (1.0, 2.0), "a complete checkpoint, never a torn one"
