@@ -74,7 +74,9 @@ class BufferCell(nn.Cell):
         return super().update_parameters_name(prefix, recurse)
 
     def save(self, path):
-        """Write the buffer (every column, both cursors, its specs) to ``path`` (``.ckpt``), atomically.
+        """Write the buffer (every column, both cursors, its specs) to ``path``, atomically.
+
+        ``path`` ends in ``.safetensors`` (recommended: streamed) or ``.ckpt``.
 
         See :func:`mindspore_rl_buffer.save_checkpoint`.
         """

@@ -2,7 +2,9 @@
 
 ``save_checkpoint(net, path)`` writes every Parameter of ``net`` (a buffer, or a training
 network holding buffers) with ``mindspore.save_checkpoint``, plus a record of each buffer
-it holds (type, capacity, columns). It writes a temporary file beside ``path`` and renames
+it holds (type, capacity, columns), as ``.safetensors`` (streamed: almost no memory beyond
+the buffer) or ``.ckpt`` (MindSpore's protobuf format, which holds 2-3 copies in memory).
+It writes a temporary file beside ``path`` and renames
 it over ``path``, so a crash mid-save leaves the previous checkpoint intact.
 
 ``load_checkpoint(path, net)`` validates the whole file against ``net`` first (every
@@ -13,26 +15,33 @@ not see; restoring in place keeps them right.
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 import mindspore as ms
+import numpy as np
 from mindspore import nn
 
 from mindspore_rl_buffer._graph import DIRECT_CALLS, BufferCell
 from mindspore_rl_buffer.specs import mindspore_dtype
 
 FORMAT = "mindspore_rl_buffer-checkpoint-1"
-META_KEY = "mindspore_rl_buffer"
+# The buffer record travels as a uint8 tensor of JSON bytes: the safetensors writer takes no strings.
+RECORD = "mindspore_rl_buffer.record"
+# File formats of mindspore.save_checkpoint, by suffix. safetensors streams: saving and
+# loading a 1 GiB buffer needs almost no memory beyond the buffer; ckpt needs 2-3 copies.
+FORMATS = {".safetensors": "safetensors", ".ckpt": "ckpt"}
 
 
-def _path(op: str, path: str | os.PathLike) -> Path:
+def _path(op: str, path: str | os.PathLike) -> tuple[Path, str]:
     path = Path(path)
-    if path.suffix != ".ckpt":
-        raise ValueError(f"For '{op}', the checkpoint path must end in .ckpt, but got '{path}'.")
-    return path
+    if path.suffix not in FORMATS:
+        raise ValueError(f"For '{op}', the checkpoint path must end in .safetensors or .ckpt, but got '{path}'.")
+    return path, FORMATS[path.suffix]
 
 
 def _buffers(net: nn.Cell) -> dict[str, BufferCell]:
@@ -59,26 +68,27 @@ def save_checkpoint(net: Any, path: str | os.PathLike) -> Path:
 
     Args:
         net (Union[nn.Cell, PyUniformReplayBuffer]): A buffer, or a network holding buffers.
-        path (str): The checkpoint file; must end in ``.ckpt``.
+        path (str): The checkpoint file, ending in ``.safetensors`` (recommended) or ``.ckpt``.
 
     Returns:
         The path written.
 
     Raises:
         TypeError: If ``net`` is neither a Cell nor a PyUniformReplayBuffer.
-        ValueError: If ``path`` does not end in ``.ckpt``.
+        ValueError: If ``path`` ends in neither ``.safetensors`` nor ``.ckpt``.
     """
     op = "save"
     state, buffers = _state(op, net)
-    path = _path(op, path)
-    meta = {"format": FORMAT, "buffers": buffers}
+    path, file_format = _path(op, path)
+    record = json.dumps({"format": FORMAT, "buffers": buffers}).encode()
     # Parameters go to the writer as they are: no copy of the data is made here.
     params = [{"name": name, "data": value if isinstance(value, ms.Tensor) else ms.Tensor(value)}
               for name, value in state.items()]
-    temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp.ckpt")
+    params.append({"name": RECORD, "data": ms.Tensor(np.frombuffer(record, np.uint8).copy())})
+    temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     try:
         with DIRECT_CALLS:
-            ms.save_checkpoint(params, str(temporary), append_dict={META_KEY: json.dumps(meta)})
+            ms.save_checkpoint(params, str(temporary), format=file_format)
         with open(temporary, "rb") as written:
             os.fsync(written.fileno())
         os.replace(temporary, path)
@@ -93,19 +103,27 @@ def save_checkpoint(net: Any, path: str | os.PathLike) -> Path:
     return path
 
 
-def _read(op: str, path: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _read(op: str, path: Path, file_format: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
     if not path.is_file():
         raise FileNotFoundError(f"For '{op}', no checkpoint file at '{path}'.")
-    try:
-        loaded = ms.load_checkpoint(str(path))
-    except (ValueError, RuntimeError, OSError) as error:
-        raise ValueError(f"For '{op}', '{path}' is not a readable checkpoint (corrupt or truncated?): "
-                         f"{error}") from error
-    meta = loaded.pop(META_KEY, None)
+    failure = None
+    with warnings.catch_warnings():
+        # MindSpore 2.10's safetensors reader leaves the file open when it cannot parse it; the
+        # file is closed when the failed reader's frames are freed, here, without a warning.
+        warnings.simplefilter("ignore", ResourceWarning)
+        try:
+            loaded = ms.load_checkpoint(str(path), format=file_format)
+        except (ValueError, RuntimeError, OSError) as error:
+            failure = str(error)
+        if failure is not None:
+            gc.collect()
+    if failure is not None:
+        raise ValueError(f"For '{op}', '{path}' is not a readable checkpoint (corrupt or truncated?): {failure}")
+    meta = loaded.pop(RECORD, None)
     if meta is None:
         return loaded, None
     try:
-        meta = json.loads(meta)
+        meta = json.loads(meta.asnumpy().tobytes())
         if meta.get("format") != FORMAT:
             raise ValueError(f"unknown format {meta.get('format')!r}")
     except (ValueError, AttributeError, TypeError) as error:
@@ -121,7 +139,7 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
     and dtypes are checked). Parameters of the file that ``net`` does not have are ignored.
 
     Args:
-        path (str): The checkpoint file (``.ckpt``).
+        path (str): The checkpoint file (``.safetensors`` or ``.ckpt``).
         net (Union[nn.Cell, PyUniformReplayBuffer]): The buffer, or the network holding
             buffers, to restore.
 
@@ -137,8 +155,8 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
     """
     op = "load"
     params, buffers = _state(op, net)
-    path = _path(op, path)
-    loaded, meta = _read(op, path)
+    path, file_format = _path(op, path)
+    loaded, meta = _read(op, path, file_format)
     recorded = (meta or {}).get("buffers", {})
 
     def mismatch(what: str) -> ValueError:

@@ -163,7 +163,7 @@ class PyUniformReplayBuffer(TFAgentsAPI):
         self._head, self._count = int(state["head"]), int(state["count"])
 
     def save(self, path: Any) -> Any:
-        """Write every column and both cursors to ``path`` (``.ckpt``), atomically
+        """Write every column and both cursors to ``path`` (``.safetensors`` or ``.ckpt``), atomically
         (see :func:`mindspore_rl_buffer.save_checkpoint`)."""
         from mindspore_rl_buffer.checkpoint import save_checkpoint
 

@@ -14,9 +14,8 @@ import numpy as np
 
 from mindspore_rl_buffer import _errors
 
-# Every dtype a column may have, by name.
+# Every dtype a column may have, by name (not bool: ScatterUpdate has no bool kernel).
 DTYPES: dict[str, ms.dtype.Type] = {
-    "bool": ms.bool_,
     "int8": ms.int8,
     "int16": ms.int16,
     "int32": ms.int32,
@@ -80,6 +79,9 @@ def to_dtype(value: Any, where: str) -> ms.dtype.Type:
         if name.startswith(("ms.", "mindspore.", "np.", "numpy.")):
             name = name.split(".", 1)[1]
     name = _ALIASES.get(name, name)
+    if name == "bool":
+        raise ValueError(f"{where} bool is not supported: MindSpore's ScatterUpdate, which writes the "
+                         f"columns, has no bool kernel; store flags as uint8 (or float32).")
     if name not in DTYPES:
         raise ValueError(f"unknown {where} {value}{_errors.did_you_mean(name, DTYPES)}")
     return DTYPES[name]

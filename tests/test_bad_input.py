@@ -103,9 +103,21 @@ def test_bad_constructor_arguments(kwargs, error, message):
     ([(2,)], ["foat32"], r"unknown data_type\[0\] foat32; did you mean float32\?"),
     ([(2, -1)], [ms.float32], r"shapes\[0\] must be a tuple of non-negative ints"),
     ([], [], "at least one column"),
+    ([(1,)], [ms.bool_], r"data_type\[0\] bool is not supported: .* store flags as uint8"),
 ])
 def test_bad_column_specs(shapes, types, message):
     from mindspore_rl_buffer import ReplayBuffer
 
     with pytest.raises(ValueError, match=message):
         ReplayBuffer(4, 8, shapes, types)
+
+
+def test_an_empty_batch_is_a_no_op():
+    rb = make()
+    rb.insert(encoded_batch(0, 9))
+    before = state_of(rb)
+    rb.insert(encoded_batch(9, 0))
+    after = state_of(rb)
+    for got, want in zip(after[0], before[0]):
+        np.testing.assert_array_equal(got, want)
+    assert after[1:] == before[1:]

@@ -37,9 +37,9 @@ def test_a_wrapped_buffer_is_restored_exactly(tmp_path):
     model.insert(encoded_batch(0, 11))
     saved = state_of(rb)
     assert saved[1] != 0, "the checkpoint must hold a wrapped buffer"
-    rb.save(tmp_path / "rb.ckpt")
+    rb.save(tmp_path / "rb.safetensors")
     restored = make()
-    restored.load(tmp_path / "rb.ckpt")
+    restored.load(tmp_path / "rb.safetensors")
     assert_same_state(state_of(restored), saved)
     assert decode(*restored.get_item(0)) == 4 and decode(*restored.get_item(-1)) == 10
 
@@ -47,13 +47,13 @@ def test_a_wrapped_buffer_is_restored_exactly(tmp_path):
 def test_restore_into_a_buffer_whose_graphs_already_ran(tmp_path):
     source = make()
     source.insert(encoded_batch(100, 9))
-    source.save(tmp_path / "source.ckpt")
+    source.save(tmp_path / "source.safetensors")
     rb = make()
     learner = Learner(rb)  # compile and run both the direct graphs and a user's graph first
     rb.insert(encoded_batch(0, 3))
     rb.sample(), rb.get_item(0), rb.size()
     learner(*(Tensor(x) for x in encoded_batch(3, 1)))
-    rb.load(tmp_path / "source.ckpt")
+    rb.load(tmp_path / "source.safetensors")
     assert_same_state(state_of(rb), state_of(source))
     assert decode(*rb.get_item(0)) == 102 and int(rb.size()) == 7  # direct graphs see the restore
     assert set(decode(*rb.sample())) <= set(range(102, 109))
@@ -69,15 +69,15 @@ def test_trajectory_and_py_uniform_buffers_round_trip(tmp_path):
     for t in range(6):
         rb.add_batch({"obs": np.full((3, 2), t, np.float32), "step": np.full(3, t, np.int32)})
         py.add_batch({"obs": np.full((1, 2), t, np.float32), "step": np.full(1, t, np.int32)})
-    rb.save(tmp_path / "traj.ckpt")
-    save_checkpoint(py, tmp_path / "py.ckpt")
+    rb.save(tmp_path / "traj.safetensors")
+    save_checkpoint(py, tmp_path / "py.safetensors")
     rb2, py2 = TrajectoryReplayBuffer(spec, batch_size=3, max_length=4), PyUniformReplayBuffer(spec, capacity=5)
-    rb2.load(tmp_path / "traj.ckpt")
-    load_checkpoint(tmp_path / "py.ckpt", py2)
+    rb2.load(tmp_path / "traj.safetensors")
+    load_checkpoint(tmp_path / "py.safetensors", py2)
     np.testing.assert_array_equal(rb2.gather_all()["step"].asnumpy(), rb.gather_all()["step"].asnumpy())
     np.testing.assert_array_equal(py2.gather_all()["step"], [[1, 2, 3, 4, 5]])
     with pytest.raises(ValueError, match="records no PyUniformReplayBuffer"):
-        py2.load(tmp_path / "traj.ckpt")
+        py2.load(tmp_path / "traj.safetensors")
 
 
 @pytest.mark.parametrize("other, message", [
@@ -92,31 +92,35 @@ def test_trajectory_and_py_uniform_buffers_round_trip(tmp_path):
 def test_loading_into_another_kind_of_buffer_is_refused_and_changes_nothing(tmp_path, other, message):
     rb = make()
     rb.insert(encoded_batch(0, 9))
-    rb.save(tmp_path / "rb.ckpt")
+    rb.save(tmp_path / "rb.safetensors")
     target = other()
     before = [p.asnumpy().copy() for p in target.get_parameters()]
     with pytest.raises(ValueError, match=message):
-        target.load(tmp_path / "rb.ckpt")
+        target.load(tmp_path / "rb.safetensors")
     for x, p in zip(before, target.get_parameters()):
         np.testing.assert_array_equal(x, p.asnumpy())
 
 
-def test_corrupt_truncated_and_missing_files(tmp_path):
+@pytest.mark.parametrize("suffix", [".safetensors", ".ckpt"])
+def test_both_formats_round_trip_and_refuse_corrupt_truncated_and_missing_files(tmp_path, suffix):
     rb = make()
-    rb.insert(encoded_batch(0, 4))
-    path = rb.save(tmp_path / "rb.ckpt")
+    rb.insert(encoded_batch(0, 10))
+    path = rb.save(tmp_path / f"rb{suffix}")
+    restored = make()
+    restored.load(path)
+    assert_same_state(state_of(restored), state_of(rb))
     data = path.read_bytes()
-    (tmp_path / "truncated.ckpt").write_bytes(data[: len(data) // 2])
-    (tmp_path / "garbage.ckpt").write_bytes(b"\x00garbage" * 100)
+    (tmp_path / f"truncated{suffix}").write_bytes(data[: len(data) - 16])
+    (tmp_path / f"garbage{suffix}").write_bytes(b"\x00garbage" * 100)
     target = make()
     target.insert(encoded_batch(50, 2))
     before = state_of(target)
-    for name in ("truncated.ckpt", "garbage.ckpt"):
+    for name in (f"truncated{suffix}", f"garbage{suffix}"):
         with pytest.raises(ValueError, match="is not a readable checkpoint"):
             target.load(tmp_path / name)
     with pytest.raises(FileNotFoundError, match="no checkpoint file"):
-        target.load(tmp_path / "missing.ckpt")
-    with pytest.raises(ValueError, match=r"must end in \.ckpt"):
+        target.load(tmp_path / f"missing{suffix}")
+    with pytest.raises(ValueError, match=r"must end in \.safetensors or \.ckpt"):
         target.save(tmp_path / "rb.bin")
     assert_same_state(state_of(target), before)
     assert decode(*target.sample()).max() <= 51
@@ -137,7 +141,7 @@ def test_a_training_network_saved_by_mindspore_or_by_us_restores_in_place(tmp_pa
     net = Net()
     for start in range(0, 12, 3):
         net(*(Tensor(x) for x in encoded_batch(start, 3)))
-    ours, theirs = tmp_path / "ours.ckpt", tmp_path / "theirs.ckpt"
+    ours, theirs = tmp_path / "ours.safetensors", tmp_path / "theirs.ckpt"
     save_checkpoint(net, ours)
     ms.save_checkpoint(net, str(theirs))
     expected = state_of(net.buffer)
@@ -167,7 +171,7 @@ SAVER = textwrap.dedent("""
 
 
 def test_a_crash_in_the_middle_of_a_save_leaves_the_previous_checkpoint_intact(tmp_path):
-    script, path = tmp_path / "saver.py", tmp_path / "buffer.ckpt"
+    script, path = tmp_path / "saver.py", tmp_path / "buffer.safetensors"
     script.write_text(SAVER)
     child = subprocess.Popen([sys.executable, str(script), str(path)], stdout=subprocess.PIPE, text=True,
                              cwd=tmp_path)

@@ -1,0 +1,62 @@
+"""Peak memory of saving and loading a 1 GiB buffer, beyond the buffer itself.
+
+    python -m benchmarks.checkpoint_memory [--gib 1.0] [--dir /tmp]
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import tempfile
+import time
+from pathlib import Path
+
+import mindspore as ms
+import numpy as np
+
+from benchmarks.common import PeakRSS, mib, rss
+from mindspore_rl_buffer import ReplayBuffer
+
+ROW = (84, 84, 4)  # one Atari observation, uint8
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gib", type=float, default=1.0, help="buffer size in GiB (default 1)")
+    parser.add_argument("--dir", default=None, help="where to write the checkpoint (default: a temp dir)")
+    args = parser.parse_args(argv)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    before_alloc = rss()
+    capacity = int(args.gib * 2**30 // np.prod(ROW))
+    rb = ReplayBuffer(32, capacity, [ROW], [ms.uint8], names=["observation"])
+    chunk = 1024
+    for start in range(0, capacity, chunk):
+        n = min(chunk, capacity - start)
+        rb.insert([np.full((n, *ROW), start % 251, np.uint8)])
+    gc.collect()
+    data = capacity * int(np.prod(ROW))
+    result = {"buffer_bytes": data, "rss_after_fill": rss() - before_alloc}
+    print(f"buffer {mib(data)} ({capacity} rows of {ROW} uint8); resident after fill, over the "
+          f"pre-allocation baseline: {mib(result['rss_after_fill'])}")
+    for suffix in (".safetensors", ".ckpt"):
+        with tempfile.TemporaryDirectory(dir=args.dir) as directory:
+            path = Path(directory) / f"buffer{suffix}"
+            start = time.perf_counter()
+            with PeakRSS() as saving:
+                rb.save(path)
+            saved = time.perf_counter() - start
+            start = time.perf_counter()
+            with PeakRSS() as loading:
+                rb.load(path)
+            loaded = time.perf_counter() - start
+            save_extra, load_extra = saving.peak - saving.baseline, loading.peak - loading.baseline
+            result[suffix] = {"file_bytes": path.stat().st_size, "save_peak_extra": save_extra,
+                              "load_peak_extra": load_extra, "save_seconds": saved, "load_seconds": loaded}
+        gc.collect()
+        print(f"{suffix:12s} file {mib(result[suffix]['file_bytes'])}; peak memory beyond the buffer: "
+              f"save {mib(save_extra)} ({save_extra / data:.2f}x the data, {saved:.1f} s), "
+              f"load {mib(load_extra)} ({load_extra / data:.2f}x, {loaded:.1f} s)")
+    return result
+
+
+if __name__ == "__main__":
+    main()

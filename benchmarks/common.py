@@ -1,0 +1,74 @@
+"""Timing and memory helpers shared by the benchmarks."""
+from __future__ import annotations
+
+import gc
+import statistics
+import threading
+import time
+from collections.abc import Callable
+
+import psutil
+
+W1_SHAPES = [(4,), (1,), (1,), (4,)]
+W3_SHAPES = [(84, 84, 4), (), (), ()]
+
+
+def median_seconds(call: Callable[[], object], repeats: int, warmup: int = 20,
+                   sync: Callable[[object], object] | None = None) -> float:
+    """Median wall time of ``call`` over ``repeats`` calls after ``warmup`` calls.
+
+    ``sync`` (applied to the call's result) waits for asynchronous device work, so the
+    figure is the time until the result is usable.
+    """
+    for _ in range(warmup):
+        result = call()
+        if sync:
+            sync(result)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = call()
+        if sync:
+            sync(result)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def rss() -> int:
+    """Resident memory of this process, in bytes."""
+    return psutil.Process().memory_info().rss
+
+
+class PeakRSS:
+    """Context manager sampling resident memory every ``interval`` seconds; ``peak`` after exit."""
+
+    def __init__(self, interval: float = 0.002) -> None:
+        self.interval, self.peak, self._stop = interval, 0, threading.Event()
+
+    def __enter__(self) -> PeakRSS:
+        gc.collect()
+        self.baseline = self.peak = rss()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, rss())
+            time.sleep(self.interval)
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, rss())
+
+
+def mib(n: float) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+def table(rows: list[list[object]], header: list[str]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
