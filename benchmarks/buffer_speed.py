@@ -1,0 +1,183 @@
+"""Direct-call speed, bandwidth, scaling, memory and compile time of ReplayBuffer.
+
+Every figure is a median over many calls after warm-up, and every comparison a ratio taken
+in the same run against a baseline measured right beside it (the machine is shared and
+noisy). A call's time includes waiting for its result (``sync``), so asynchronous launches
+are not flattered.
+"""
+from __future__ import annotations
+
+import gc
+import time
+from typing import Any
+
+import mindspore as ms
+import numpy as np
+from mindspore import Tensor, jit
+
+from benchmarks.common import W1_SHAPES, W3_SHAPES, median_seconds, mib, rss, table
+from mindspore_rl_buffer import ReplayBuffer
+from mindspore_rl_buffer._graph import DIRECT_CALLS, BufferCell, in_graph
+from mindspore_rl_buffer.specs import numpy_dtype
+
+W1_TYPES = [ms.float32, ms.int32, ms.float32, ms.float32]
+W3_TYPES = [ms.uint8, ms.int32, ms.float32, ms.float32]
+# MindSpore RL 0.7's native-kernel buffer on this machine (MindSpore 2.7), from the issue.
+NATIVE_INSERT_US, NATIVE_SAMPLE64_US = 120.0, 170.0
+
+
+class Floor(BufferCell):
+    """An empty compiled call on the buffer's own direct-call path: in_graph check, lock, @jit."""
+
+    def call(self, x):
+        if in_graph():
+            return x
+        with DIRECT_CALLS:
+            return self._empty(x)
+
+    @jit
+    def _empty(self, x):
+        return x
+
+
+def prefilled(capacity: int, shapes, types, sample_size: int, chunk: int = 8192) -> ReplayBuffer:
+    rb = ReplayBuffer(sample_size, capacity, shapes, types)
+    rng = np.random.default_rng(0)
+    for start in range(0, capacity, chunk):
+        n = min(chunk, capacity - start)
+        rb.insert([rng.integers(0, 255, (n, *spec.shape)).astype(numpy_dtype(spec.dtype)) for spec in rb.specs])
+    return rb
+
+
+def transition(rb: ReplayBuffer, n: int | None) -> list[Tensor]:
+    """One transition (``n`` None) or a batch of ``n``, as tensors ready on the device."""
+    outer = () if n is None else (n,)
+    return [Tensor(np.ones((*outer, *s.shape), numpy_dtype(s.dtype))) for s in rb.specs]
+
+
+def _sync(result: Any) -> None:
+    first = result[0] if isinstance(result, tuple) else result
+    if isinstance(first, Tensor):
+        first.asnumpy()
+
+
+def direct_calls(capacity: int, repeats: int) -> dict[str, float]:
+    """W1 and W2 direct calls against the empty-call floor."""
+    rb = prefilled(capacity, W1_SHAPES, W1_TYPES, 64)
+    floor, x = Floor(), Tensor(np.ones(1, np.float32))
+    one, batch32 = transition(rb, None), transition(rb, 32)
+    index = Tensor(np.arange(1, dtype=np.int32))
+    # insert returns nothing: wait for it by reading the count after the call.
+    figures = {
+        "floor": median_seconds(lambda: floor.call(x), repeats, sync=_sync),
+        "insert_1": median_seconds(lambda: (rb.insert(one), rb.count)[1], repeats, sync=_sync),
+        "insert_32": median_seconds(lambda: (rb.insert(batch32), rb.count)[1], repeats, sync=_sync),
+        "sample_64": median_seconds(rb.sample, repeats, sync=_sync),
+        "sample_64_ordered": median_seconds(lambda: rb.sample(ordered=True), repeats, sync=_sync),
+        "get_item": median_seconds(lambda: rb.get_item(index), repeats, sync=_sync),
+        "size": median_seconds(rb.size, repeats, sync=_sync),
+    }
+    return {key: value * 1e6 for key, value in figures.items()}
+
+
+def atari_bandwidth(capacity: int, repeats: int) -> dict[str, float]:
+    """W3: sample 32 and 256 as GB/s, against numpy.take of the same rows (the memory floor)."""
+    out: dict[str, float] = {}
+    rb = prefilled(capacity, W3_SHAPES, W3_TYPES, 256, chunk=2048)
+    rb32 = ReplayBuffer(32, capacity, W3_SHAPES, W3_TYPES)
+    for target, source in zip(rb32.columns, rb.columns):
+        target.copy_(source)
+    rb32.head.copy_(rb.head)
+    rb32.count.copy_(rb.count)
+    observations = rb.columns[0].asnumpy()
+    row_bytes = sum(s.nbytes for s in rb.specs)
+    one = transition(rb, None)
+    out["insert_1_us"] = median_seconds(lambda: (rb.insert(one), rb.count)[1], repeats, sync=_sync) * 1e6
+    rng = np.random.default_rng(1)
+    for size, buffer in ((32, rb32), (256, rb)):
+        seconds = median_seconds(buffer.sample, repeats, sync=_sync)
+        rows = rng.integers(0, capacity, size)
+        take = median_seconds(lambda rows=rows: np.take(observations, rows, axis=0), repeats)
+        out[f"sample_{size}_us"] = seconds * 1e6
+        out[f"sample_{size}_gbps"] = size * row_bytes / seconds / 1e9
+        out[f"take_{size}_gbps"] = size * observations[0].nbytes / take / 1e9
+    return out
+
+
+def scaling(capacities: list[int], batch_sizes: list[int], repeats: int) -> dict[str, dict[int, float]]:
+    """Sample(64)/insert(1) time against capacity, and sample time against batch size."""
+    result: dict[str, dict[int, float]] = {"sample_vs_capacity": {}, "insert_vs_capacity": {},
+                                           "sample_vs_batch": {}}
+    for capacity in capacities:
+        rb = prefilled(capacity, W1_SHAPES, W1_TYPES, 64, chunk=min(capacity, 1 << 20))
+        one = transition(rb, None)
+        result["sample_vs_capacity"][capacity] = median_seconds(rb.sample, repeats, sync=_sync) * 1e6
+        result["insert_vs_capacity"][capacity] = median_seconds(
+            lambda rb=rb, one=one: (rb.insert(one), rb.count)[1], repeats, sync=_sync) * 1e6
+        del rb
+        gc.collect()
+    capacity = max(capacities[0], 100_000 if 100_000 in capacities else capacities[-1])
+    base = prefilled(capacity, W1_SHAPES, W1_TYPES, 1)
+    for batch in batch_sizes:
+        rb = ReplayBuffer(batch, capacity, W1_SHAPES, W1_TYPES)
+        for target, source in zip(rb.get_parameters(), base.get_parameters()):
+            target.copy_(source)
+        result["sample_vs_batch"][batch] = median_seconds(rb.sample, repeats, sync=_sync) * 1e6
+    return result
+
+
+def memory(capacity: int) -> dict[str, float]:
+    """Resident memory after prefill against the raw bytes, and growth over many calls."""
+    gc.collect()
+    before = rss()
+    rb = prefilled(capacity, W3_SHAPES, W3_TYPES, 32, chunk=1024)
+    gc.collect()
+    after = rss()
+    raw = capacity * sum(s.nbytes for s in rb.specs)
+    one = transition(rb, None)
+    for _ in range(200):
+        rb.insert(one)
+        rb.sample()
+    settled = rss()
+    for _ in range(2000):
+        rb.insert(one)
+        rb.sample()
+    return {"raw_bytes": raw, "prefill_bytes": after - before, "import_baseline_bytes": before,
+            "growth_over_2000_calls": rss() - settled}
+
+
+def compile_times() -> dict[str, float]:
+    """Seconds of each operator's first direct call on a fresh buffer (compile + run)."""
+    rb = ReplayBuffer(64, 1000, W1_SHAPES, W1_TYPES)
+    one, batch = transition(rb, None), transition(rb, 32)
+    calls = [("insert (one)", lambda: rb.insert(one)), ("insert (batch of 32)", lambda: rb.insert(batch)),
+             ("sample", rb.sample), ("sample ordered", lambda: rb.sample(ordered=True)),
+             ("get_item", lambda: rb.get_item(0)), ("size", rb.size), ("full", rb.full), ("reset", rb.reset)]
+    out = {}
+    for name, call in calls:
+        start = time.perf_counter()
+        _sync(call())
+        out[name] = time.perf_counter() - start
+    return out
+
+
+def report(direct: dict[str, float], atari: dict[str, float], mem: dict[str, float]) -> str:
+    floor = direct["floor"]
+    rows = [[name, f"{direct[key]:.0f}", f"{direct[key] / floor:.2f}x"] for name, key in (
+        ("empty compiled call (floor)", "floor"), ("insert 1 (W1)", "insert_1"), ("insert 32 (W2)", "insert_32"),
+        ("sample 64 (W1)", "sample_64"), ("sample 64 ordered", "sample_64_ordered"),
+        ("get_item", "get_item"), ("size", "size"))]
+    lines = [table(rows, ["direct call", "median us", "vs floor"])]
+    lines.append(f"W2/W1 insert: {direct['insert_32'] / direct['insert_1']:.2f}x; vs MindSpore RL 0.7 native "
+                 f"(~{NATIVE_INSERT_US:.0f} us insert, ~{NATIVE_SAMPLE64_US:.0f} us sample 64): "
+                 f"insert {NATIVE_INSERT_US / direct['insert_1']:.2f}x, "
+                 f"sample {NATIVE_SAMPLE64_US / direct['sample_64']:.2f}x as fast")
+    bandwidth = [[f"sample {n} (W3)", f"{atari[f'sample_{n}_us']:.0f}", f"{atari[f'sample_{n}_gbps']:.2f}",
+                  f"{atari[f'take_{n}_gbps']:.2f}", f"{atari[f'sample_{n}_gbps'] / atari[f'take_{n}_gbps']:.2f}x"]
+                 for n in (32, 256)]
+    lines.append(table(bandwidth, ["W3", "median us", "GB/s", "numpy.take GB/s", "ratio"]))
+    lines.append(f"memory: raw data {mib(mem['raw_bytes'])}, resident growth at prefill "
+                 f"{mib(mem['prefill_bytes'])} ({mem['prefill_bytes'] / mem['raw_bytes']:.3f}x), import baseline "
+                 f"{mib(mem['import_baseline_bytes'])}, growth over 2000 insert+sample calls "
+                 f"{mib(mem['growth_over_2000_calls'])}")
+    return "\n\n".join(lines)
