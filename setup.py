@@ -17,9 +17,14 @@ setup(
         "numpy>=1.24,<2",
         "optree>=0.11",
         "pyyaml>=6",
+        # The main job (`mindspore-rl-buffer train`) draws its learning curve and progress bar.
+        "matplotlib>=3.5",
+        "tqdm>=4.60",
     ],
     extras_require={
-        "test": ["pytest>=8", "hypothesis>=6.100", "ruff>=0.6", "scipy>=1.10"],
+        "test": ["pytest>=8", "hypothesis>=6.100", "ruff>=0.6", "scipy>=1.10",
+                 # CartPole-v1 reference dynamics and `train --env gymnasium`.
+                 "gymnasium>=0.29"],
     },
     entry_points={"console_scripts": ["mindspore-rl-buffer=mindspore_rl_buffer.cli:main"]},
 )
