@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status (0 when the run finished)."""
+    """Run the command line; return the exit status (0 when the run finished, 2 on a usage error)."""
     args = _parser().parse_args(argv)
     import mindspore as ms
 
@@ -49,6 +49,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     ms.set_context(mode=ms.GRAPH_MODE)
     config_path = _resolve_config(args.config)
+    if not config_path.is_file():
+        print(f"error: config file {args.config!r} not found; run from the repository root or pass "
+              "--config PATH", file=sys.stderr)
+        return 2
     config = dqn._load_config(config_path)  # TODO(merge): load_config
     if args.env == "gymnasium":
         try:
@@ -63,8 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"learning curve: {result.curve_path}")
     print(f"checkpoint: {result.checkpoint_path}")
     verdict = "CartPole-v1 solved" if result.solved else "CartPole-v1 not solved"
-    print(f"final evaluation return: {result.final_eval_return:.1f} (threshold "
-          f"{config['trainer'].get('solve_threshold', 475.0):g}): {verdict}")
+    trainer = config["trainer"]
+    episodes, threshold = trainer["eval_episodes"], trainer.get("solve_threshold", 475.0)
+    print(f"final evaluation return: {result.final_eval_return:.1f} (mean of {episodes} greedy episodes; "
+          f"threshold {threshold:g}): {verdict}")
     return 0
 
 

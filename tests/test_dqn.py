@@ -117,6 +117,24 @@ def test_collect_graph_stores_the_transitions_the_environment_produced():
 
 
 @pytest.mark.parametrize("buffer_kind", ["device", "numpy"])
+def test_learn_graph_syncs_the_target_network_every_period(buffer_kind):
+    config = _small_config()
+    config["learner"]["target_sync_period"] = 5
+    agent = dqn.build_agent(config, buffer_kind=buffer_kind, seed=0)
+    for _ in range(30):
+        agent.collector.collect()
+
+    def same() -> bool:
+        pairs = zip(agent.q_net.get_parameters(), agent.target_net.get_parameters())
+        return all(np.array_equal(online.asnumpy(), target.asnumpy()) for online, target in pairs)
+
+    assert same()  # built as a copy
+    for step in range(1, 11):
+        agent.learn()
+        assert same() == (step % 5 == 0), step
+
+
+@pytest.mark.parametrize("buffer_kind", ["device", "numpy"])
 def test_short_training_run_decreases_the_loss(buffer_kind):
     """600 environment steps, 500 learn steps against a fixed target network.
 
@@ -164,6 +182,11 @@ def test_cli_gymnasium_flag_without_gymnasium_is_a_clear_error(monkeypatch, caps
     monkeypatch.setitem(sys.modules, "gymnasium", None)  # makes `import gymnasium` raise ImportError
     assert cli.main(["train", "--env", "gymnasium", "--config", str(CONFIG)]) == 2
     assert "pip install gymnasium" in capsys.readouterr().err
+
+
+def test_cli_missing_config_is_a_clear_error(tmp_path, capsys):
+    assert cli.main(["train", "--config", str(tmp_path / "nope.py")]) == 2
+    assert "not found" in capsys.readouterr().err
 
 
 def test_python_dash_m_entry_point():
