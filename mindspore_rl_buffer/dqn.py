@@ -634,8 +634,9 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
 
     Each iteration collects one transition per environment and then runs
     ``learn_steps_per_collect`` learn steps (once ``learning_starts`` transitions are stored).
-    Every ``eval_interval`` environment steps the greedy policy plays ``eval_episodes``
-    episodes; training stops when their mean return reaches ``solve_threshold``.
+    Every ``eval_interval`` environment steps from ``eval_starts`` on (and at the end of the
+    budget) the greedy policy plays ``eval_episodes`` episodes; training stops when their
+    mean return reaches ``solve_threshold``.
 
     Args:
         config (dict): The ``algorithm_config``.
@@ -659,6 +660,7 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
     learning_starts = int(trainer["learning_starts"])
     learn_per_collect = int(trainer["learn_steps_per_collect"])
     eval_interval = int(trainer["eval_interval"])
+    eval_starts = int(trainer.get("eval_starts", 0))
     log_interval = int(trainer.get("log_interval", 50))
     threshold = float(trainer.get("solve_threshold", 475.0))
     learning_starts = max(learning_starts, 1)
@@ -697,7 +699,8 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
                 postfix["eval"] = f"{result.eval_history[-1][1]:.1f}"
             bar.set_postfix(postfix, refresh=False)
             bar.update(result.env_steps - bar.n)
-        if result.env_steps - last_eval >= eval_interval or result.env_steps >= max_steps:
+        due = result.env_steps >= eval_starts and result.env_steps - last_eval >= eval_interval
+        if due or result.env_steps >= max_steps:
             last_eval = result.env_steps
             mean_eval = float(np.mean(agent.evaluate()))
             result.eval_history.append((result.env_steps, mean_eval))
@@ -738,7 +741,7 @@ def plot_learning_curve(result: TrainResult, path: str | Path, threshold: float 
     returns_axis.axhline(threshold, color="grey", linestyle="--", label=f"solved ({threshold:g})")
     returns_axis.set_ylabel("episode return")
     returns_axis.set_title("DQN on CartPole-v1")
-    returns_axis.legend(loc="lower right")
+    returns_axis.legend(loc="upper left")
     if result.loss_history:
         steps, values = zip(*result.loss_history)
         loss_axis.plot(steps, values)
