@@ -101,7 +101,6 @@ class CartPole(nn.Cell):
     Examples:
         >>> import numpy as np
         >>> import mindspore as ms
-import numpy as np
         >>> from mindspore_rl_buffer.cartpole import CartPole
         >>> env = CartPole(3)
         >>> obs = env.reset()

@@ -1,6 +1,8 @@
 """The MindSpore CartPole against gymnasium's CartPole-v1, step by step from the same states."""
 from __future__ import annotations
 
+import doctest
+
 import gymnasium
 import mindspore as ms
 import numpy as np
@@ -179,3 +181,8 @@ def test_num_envs_must_be_a_positive_int():
         CartPole(0)
     with pytest.raises(ValueError, match="num_envs"):
         CartPole(True)
+
+
+def test_docstring_examples_run():
+    result = doctest.testmod(cartpole, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
