@@ -53,11 +53,21 @@ def _buffer_from_config(cfg: dict[str, Any]) -> ReplayBuffer:  # TODO(merge): cr
 
 
 def check_config(config: dict[str, Any]) -> None:
-    """Raise ``ValueError`` naming the first section the DQN trainer needs and ``config`` lacks."""
+    """Check what the DQN trainer relies on: its sections, the environment and the buffer's columns.
+
+    Raises:
+        ValueError: Naming the first missing section, an environment other than
+            CartPole-v1, or buffer columns other than (state, action, reward, next_state,
+            terminated).
+    """
     for section in _SECTIONS:
         if section not in config:
             raise ValueError(f"For 'train', the algorithm config must have a '{section}' entry, "
                              f"but it has {sorted(config)}.")
+    name = config["environment"].get("name", "CartPole-v1")
+    if name != "CartPole-v1":
+        raise ValueError(f"For 'train', 'environment.name' must be 'CartPole-v1' (the only environment "
+                         f"implemented), but got {name!r}.")
     shapes = [tuple(s) for s in config["replay_buffer"]["data_shape"]]
     expected = [(OBSERVATION_SIZE,), (1,), (1,), (OBSERVATION_SIZE,), (1,)]
     if shapes != expected:

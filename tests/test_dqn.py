@@ -81,6 +81,17 @@ def test_config_missing_section_is_named():
         dqn.check_config(config)
 
 
+def test_config_other_environment_or_columns_are_refused():
+    config = dqn._load_config(CONFIG)
+    config["environment"]["name"] = "Pendulum-v1"
+    with pytest.raises(ValueError, match=r"'environment\.name' must be 'CartPole-v1'"):
+        dqn.check_config(config)
+    config = dqn._load_config(CONFIG)
+    config["replay_buffer"]["data_shape"] = config["replay_buffer"]["data_shape"][:4]
+    with pytest.raises(ValueError, match="'data_shape' must be"):
+        dqn.check_config(config)
+
+
 def test_collect_graph_stores_the_transitions_the_environment_produced():
     """75 collect steps of 4 envs (300 transitions) into a 256-slot buffer.
 
@@ -146,7 +157,7 @@ def test_short_training_run_decreases_the_loss(buffer_kind):
     assert result.env_steps == 600 and result.learn_steps == _learn_steps(600)
     losses = np.array([loss for _, loss in result.loss_history])
     assert np.isfinite(losses).all() and len(losses) >= 5
-    assert losses[-2:].mean() < 0.2 * losses[:2].mean(), losses
+    assert losses[-2:].mean() < 0.05 * losses[:2].mean(), losses  # measured: 0.002-0.007 on seeds 0-2
     assert len(result.eval_history) == 1 and result.eval_history[0][0] == 600
 
 
