@@ -633,6 +633,16 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
     return DQNAgent(q_net, target_net, policy, update, buffer, learn, collector, evaluate)
 
 
+def _postfix(result: TrainResult, elapsed: float) -> dict[str, str]:
+    """The progress bar's fields: last training return, loss, steps/s, last evaluation."""
+    postfix = {"return": f"{result.episode_history[-1][1]:.1f}" if result.episode_history else "-",
+               "loss": f"{result.loss_history[-1][1]:.4f}" if result.loss_history else "-",
+               "steps/s": f"{result.env_steps / max(elapsed, 1e-9):.0f}"}
+    if result.eval_history:
+        postfix["eval"] = f"{result.eval_history[-1][1]:.1f}"
+    return postfix
+
+
 def _window_mean(values: list[Tensor]) -> float:
     return float(np.mean([v.asnumpy() for v in values])) if values else math.nan
 
@@ -701,13 +711,7 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
             if losses:
                 result.loss_history.append((result.env_steps, _window_mean(losses)))
                 losses = []
-            elapsed = time.perf_counter() - start
-            postfix = {"return": f"{result.episode_history[-1][1]:.1f}" if result.episode_history else "-",
-                       "loss": f"{result.loss_history[-1][1]:.4f}" if result.loss_history else "-",
-                       "steps/s": f"{result.env_steps / elapsed:.0f}"}
-            if result.eval_history:
-                postfix["eval"] = f"{result.eval_history[-1][1]:.1f}"
-            bar.set_postfix(postfix, refresh=False)
+            bar.set_postfix(_postfix(result, time.perf_counter() - start), refresh=False)
             bar.update(result.env_steps - bar.n)
         due = result.env_steps >= eval_starts and result.env_steps - last_eval >= eval_interval
         if due or result.env_steps >= max_steps:
@@ -716,6 +720,7 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
             result.eval_history.append((result.env_steps, mean_eval))
             result.final_eval_return = mean_eval
             result.solved = mean_eval >= threshold
+            bar.set_postfix(_postfix(result, time.perf_counter() - start), refresh=False)
             if result.solved and stop_when_solved:
                 break
     if losses:
