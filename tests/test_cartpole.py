@@ -18,7 +18,7 @@ ATOL = 1e-5
 
 
 @pytest.fixture(autouse=True)
-def graph_mode():
+def graph_context():
     ms.set_context(mode=ms.GRAPH_MODE)
     ms.set_seed(0)
 

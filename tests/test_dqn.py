@@ -18,7 +18,7 @@ ATOL = 1e-5  # float32 dynamics against gymnasium's float64 (see test_cartpole.p
 
 
 @pytest.fixture(autouse=True)
-def graph_mode():
+def graph_context():
     ms.set_context(mode=ms.GRAPH_MODE)
 
 
