@@ -1,4 +1,5 @@
-"""Install mindspore_rl_buffer; ``ops/`` is installed as ``mindspore_rl_buffer.ops``."""
+"""Install mindspore_rl_buffer; ``ops/`` is installed as ``mindspore_rl_buffer.ops`` and
+``configs/`` as ``mindspore_rl_buffer.configs`` (so the main job finds its config anywhere)."""
 from pathlib import Path
 
 from setuptools import setup
@@ -11,17 +12,23 @@ setup(
     long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.9",
-    packages=["mindspore_rl_buffer", "mindspore_rl_buffer.ops"],
-    package_dir={"mindspore_rl_buffer": "mindspore_rl_buffer", "mindspore_rl_buffer.ops": "ops"},
+    packages=["mindspore_rl_buffer", "mindspore_rl_buffer.ops", "mindspore_rl_buffer.configs"],
+    package_dir={"mindspore_rl_buffer": "mindspore_rl_buffer", "mindspore_rl_buffer.ops": "ops",
+                 "mindspore_rl_buffer.configs": "configs"},
     install_requires=[
         "mindspore>=2.10,<2.11",
-        # MindSpore 2.10 misbehaves with numpy 2 (see README, "Pins").
+        # MindSpore 2.10 misbehaves with numpy 2 (see README, "Dependencies").
         "numpy>=1.24,<2",
         "optree>=0.11",
         "pyyaml>=6",
+        # The main job (`mindspore-rl-buffer train`) draws its learning curve and progress bar.
+        "matplotlib>=3.5",
+        "tqdm>=4.60",
     ],
     extras_require={
-        "test": ["pytest>=8", "hypothesis>=6.100", "ruff>=0.6", "scipy>=1.10"],
+        "test": ["pytest>=8", "hypothesis>=6.100", "ruff>=0.6", "scipy>=1.10",
+                 # CartPole-v1 reference dynamics and `train --env gymnasium`.
+                 "gymnasium>=0.29"],
     },
     entry_points={"console_scripts": ["mindspore-rl-buffer=mindspore_rl_buffer.cli:main"]},
 )

@@ -22,8 +22,9 @@ def test_the_dqn_config_file_loads_and_builds_its_buffer():
     rb = create_buffer(config["replay_buffer"])
     assert isinstance(rb, ReplayBuffer)
     assert (rb.capacity, rb.sample_size) == (100000, 64)
-    assert [s.shape for s in rb.specs] == [(4,), (1,), (1,), (4,)]
-    assert [s.dtype for s in rb.specs] == [ms.float32, ms.int32, ms.float32, ms.float32]
+    # The core entry's columns, plus `terminated` so DQN stops bootstrapping at a fallen pole.
+    assert [s.shape for s in rb.specs] == [(4,), (1,), (1,), (4,), (1,)]
+    assert [s.dtype for s in rb.specs] == [ms.float32, ms.int32, ms.float32, ms.float32, ms.float32]
 
 
 def test_create_buffer_does_not_change_the_callers_dict():
@@ -89,11 +90,24 @@ def test_bad_specs_name_the_key(entry, error, message):
         create_buffer(entry)
 
 
-def test_a_misspelt_mindspore_dtype_in_a_python_config(tmp_path):
-    source = (ROOT / "configs" / "dqn.py").read_text()
-    bad = tmp_path / "dqn_typo.py"
-    bad.write_text(source.replace("ms.float32, ms.float32]", "ms.foat32, ms.float32]"))
-    assert bad.read_text() != source
+DQN_SOURCE = """
+import mindspore as ms
+from mindspore_rl_buffer import ReplayBuffer
+
+algorithm_config = {
+    'replay_buffer': {'number': 1, 'type': ReplayBuffer, 'capacity': 100000,
+                      'data_shape': [(4,), (1,), (1,), (4,)],
+                      'data_type': [ms.float32, ms.int32, ms.float32, ms.float32],
+                      'sample_size': 64},
+}
+"""
+
+
+def test_the_core_issue_config_and_its_misspelt_dtype(tmp_path):
+    good, bad = tmp_path / "dqn.py", tmp_path / "dqn_typo.py"
+    good.write_text(DQN_SOURCE)
+    assert [s.shape for s in create_buffer(load_config(good)["replay_buffer"]).specs] == [(4,), (1,), (1,), (4,)]
+    bad.write_text(DQN_SOURCE.replace("ms.float32, ms.float32]", "ms.foat32, ms.float32]"))
     with pytest.raises(ValueError, match=r"unknown data_type\[2\] foat32; did you mean float32\?"):
         load_config(bad)
 

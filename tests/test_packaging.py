@@ -15,5 +15,5 @@ def test_the_wheel_installs_ops_inside_the_package(tmp_path):
     (wheel,) = tmp_path.glob("mindspore_rl_buffer-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"mindspore_rl_buffer/ops/__init__.py", "mindspore_rl_buffer/ops/ring.py",
-            "mindspore_rl_buffer/replay_buffer.py"} <= names
-    assert not any(name.startswith("ops/") for name in names)
+            "mindspore_rl_buffer/replay_buffer.py", "mindspore_rl_buffer/configs/dqn.py"} <= names
+    assert not any(name.startswith(("ops/", "configs/")) for name in names)

@@ -1,0 +1,149 @@
+"""CartPole-v1 written with MindSpore ops, batched over environments, compiled into graphs.
+
+The dynamics are gymnasium's ``CartPole-v1`` (``gymnasium/envs/classic_control/cartpole.py``):
+the same constants, explicit Euler integration with ``tau = 0.02``, termination when
+``|x| > 2.4`` or ``|theta| > 12 degrees``, reward 1 on every step (including the one that
+terminates), truncation after 500 steps (gymnasium's ``TimeLimit``), and reset states drawn
+uniformly from ``[-0.05, 0.05]^4``. Two differences, both inherent to running on the device:
+the state is float32 (gymnasium integrates in float64 and returns float32 observations), and
+the random reset states come from MindSpore's generator, not numpy's.
+
+:func:`cartpole_step` is the pure dynamics; :class:`CartPole` owns the batched state as
+``Parameter`` objects and resets finished environments inside the graph, so a user's
+``construct`` can call :meth:`CartPole.step` with no host round-trip.
+"""
+from __future__ import annotations
+
+import math
+
+import mindspore as ms
+import numpy as np
+from mindspore import Parameter, Tensor, nn, ops
+
+GRAVITY = 9.8
+MASS_CART = 1.0
+MASS_POLE = 0.1
+TOTAL_MASS = MASS_POLE + MASS_CART
+LENGTH = 0.5  # half the pole's length
+POLE_MASS_LENGTH = MASS_POLE * LENGTH
+FORCE_MAG = 10.0
+TAU = 0.02
+THETA_THRESHOLD = 12 * 2 * math.pi / 360
+X_THRESHOLD = 2.4
+MAX_EPISODE_STEPS = 500
+RESET_BOUND = 0.05
+OBSERVATION_SIZE = 4
+NUM_ACTIONS = 2
+
+
+def cartpole_step(state, action):
+    """One Euler step of CartPole-v1 for a batch of environments.
+
+    Args:
+        state (Tensor): float32, shape ``(n, 4)``: cart position, cart velocity, pole angle,
+            pole angular velocity.
+        action (Tensor): int, shape ``(n,)``: 0 pushes left, 1 pushes right.
+
+    Returns:
+        Tuple of 2 tensors: the next state (float32, ``(n, 4)``) and whether it is terminal
+        (bool, ``(n,)``).
+
+    Supported Platforms:
+        ``GPU`` ``CPU``
+    """
+    x, x_dot, theta, theta_dot = ops.unstack(state, axis=1)
+    force = ops.where(action == 1, FORCE_MAG, -FORCE_MAG).astype(state.dtype)
+    costheta = ops.cos(theta)
+    sintheta = ops.sin(theta)
+    temp = (force + POLE_MASS_LENGTH * theta_dot * theta_dot * sintheta) / TOTAL_MASS
+    thetaacc = (GRAVITY * sintheta - costheta * temp) / (
+        LENGTH * (4.0 / 3.0 - MASS_POLE * costheta * costheta / TOTAL_MASS)
+    )
+    xacc = temp - POLE_MASS_LENGTH * thetaacc * costheta / TOTAL_MASS
+    x = x + TAU * x_dot
+    x_dot = x_dot + TAU * xacc
+    theta = theta + TAU * theta_dot
+    theta_dot = theta_dot + TAU * thetaacc
+    next_state = ops.stack((x, x_dot, theta, theta_dot), axis=1)
+    terminated = ops.logical_or(
+        ops.logical_or(x < -X_THRESHOLD, x > X_THRESHOLD),
+        ops.logical_or(theta < -THETA_THRESHOLD, theta > THETA_THRESHOLD),
+    )
+    return next_state, terminated
+
+
+class CartPole(nn.Cell):
+    """A batch of CartPole-v1 environments whose state lives on the device.
+
+    Finished environments (terminated, or truncated after ``max_episode_steps``) are reset
+    inside :meth:`step` to a random state in ``[-0.05, 0.05]^4``: :meth:`step` returns the
+    state the step reached (for the replay buffer, as gymnasium's vector environments return
+    ``final_obs``), and the ``state`` Parameter then holds where the next step starts from.
+
+    Args:
+        num_envs (int): Environments stepped together.
+        max_episode_steps (int): Steps after which an episode is truncated. Default: ``500``.
+        seed (int): Seed of the reset draws; ``None`` follows ``mindspore.set_seed``.
+            Default: ``None``.
+
+    Inputs of ``construct``/:meth:`step`:
+        - **action** (Tensor) - int32, shape ``(num_envs,)``.
+
+    Outputs:
+        Tuple of 4 tensors: ``next_state`` (float32, ``(num_envs, 4)``, before any reset),
+        ``reward`` (float32, ``(num_envs,)``, all ones), ``terminated`` and ``truncated``
+        (bool, ``(num_envs,)``). Use every output: MindSpore warns that it "eliminated side
+        effect nodes by mistake" when a caller inside a graph discards one.
+
+    Supported Platforms:
+        ``GPU`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore_rl_buffer.cartpole import CartPole
+        >>> env = CartPole(3)
+        >>> obs = env.reset()
+        >>> next_state, reward, terminated, truncated = env(ms.Tensor(np.ones(3, np.int32)))
+        >>> next_state.shape, reward.asnumpy().tolist()
+        ((3, 4), [1.0, 1.0, 1.0])
+    """
+
+    def __init__(self, num_envs: int, max_episode_steps: int = MAX_EPISODE_STEPS, seed: int | None = None):
+        super().__init__()
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"For 'CartPole', 'num_envs' must be an int >= 1, but got {num_envs!r}.")
+        self.num_envs = num_envs
+        self.max_episode_steps = max_episode_steps
+        self._seed = seed
+        self._low = Tensor(-RESET_BOUND, ms.float32)
+        self._high = Tensor(RESET_BOUND, ms.float32)
+        self.state = Parameter(Tensor(np.zeros((num_envs, OBSERVATION_SIZE), np.float32)), name="state",
+                               requires_grad=False)
+        self.elapsed = Parameter(Tensor(np.zeros((num_envs,), np.int32)), name="elapsed", requires_grad=False)
+
+    def _initial_states(self):
+        return ops.uniform((self.num_envs, OBSERVATION_SIZE), self._low, self._high, seed=self._seed,
+                           dtype=ms.float32)
+
+    def reset(self):
+        """Reset every environment; return the new observations, float32 ``(num_envs, 4)``."""
+        state = self._initial_states()
+        ops.assign(self.state, state)
+        ops.assign(self.elapsed, ops.zeros_like(self.elapsed))
+        return state
+
+    def step(self, action):
+        """Step every environment by ``action``; see the class docstring for the outputs."""
+        next_state, terminated = cartpole_step(self.state, action)
+        elapsed = self.elapsed + 1
+        truncated = elapsed >= self.max_episode_steps
+        done = ops.logical_or(terminated, truncated)
+        observation = ops.where(done.expand_dims(1), self._initial_states(), next_state)
+        ops.assign(self.state, observation)
+        ops.assign(self.elapsed, ops.where(done, ops.zeros_like(elapsed), elapsed))
+        reward = ops.ones((self.num_envs,), ms.float32)
+        return next_state, reward, terminated, truncated
+
+    def construct(self, action):
+        return self.step(action)

@@ -1,0 +1,206 @@
+"""DQN on CartPole: the config, the collect graph's inserts, short training runs, the CLI."""
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium
+import mindspore as ms
+import numpy as np
+import pytest
+
+from mindspore_rl_buffer import ReplayBuffer, cartpole, cli, create_buffer, dqn, load_config
+
+CONFIG = Path(__file__).resolve().parent.parent / "configs" / "dqn.py"
+ATOL = 1e-5  # float32 dynamics against gymnasium's float64 (see test_cartpole.py)
+
+
+@pytest.fixture(autouse=True)
+def graph_context():
+    ms.set_context(mode=ms.GRAPH_MODE)
+
+
+def _learn_steps(max_steps: int, learning_starts: int = 100, num_envs: int = 4, per_collect: int = 4) -> int:
+    """Learn steps of a run: ``per_collect`` after each collect once ``learning_starts`` are stored."""
+    collects = range(num_envs, max_steps + 1, num_envs)
+    return per_collect * sum(1 for steps in collects if steps >= learning_starts)
+
+
+def _small_config(**trainer) -> dict:
+    """The shipped config, shrunk for a test run of a few hundred steps."""
+    config = copy.deepcopy(load_config(CONFIG))
+    config["replay_buffer"]["capacity"] = 256
+    config["environment"]["num_envs"] = 4
+    config["learner"]["target_sync_period"] = 10_000  # a fixed target: the loss is a regression
+    config["trainer"].update(learning_starts=100, learn_steps_per_collect=4, eval_interval=10_000,
+                             eval_episodes=2, log_interval=5, max_steps=600)
+    config["trainer"].update(trainer)
+    return config
+
+
+def _gym_reference(states: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """gymnasium's CartPole-v1 stepped from each state: next states and terminal flags."""
+    env = gymnasium.make("CartPole-v1").unwrapped
+    env.reset(seed=0)
+    next_states, terminals = [], []
+    for state, action in zip(states, actions):
+        env.state = state.astype(np.float64)
+        env.steps_beyond_terminated = None
+        next_state, _, terminated, _, _ = env.step(int(action))
+        next_states.append(next_state)
+        terminals.append(terminated)
+    return np.stack(next_states), np.array(terminals, np.float32)
+
+
+def _stored(buffer: ReplayBuffer) -> list[np.ndarray]:
+    """Every stored item, oldest first, per column."""
+    size = int(buffer.size().asnumpy())
+    return [column.asnumpy() for column in buffer.get_item(ms.Tensor(np.arange(size, dtype=np.int32)))]
+
+
+def test_config_loads_and_builds_the_buffer():
+    config = load_config(CONFIG)
+    assert set(config) >= {"replay_buffer", "learner", "policy", "environment", "trainer"}
+    entry = config["replay_buffer"]
+    assert entry["type"] is ReplayBuffer and entry["number"] == 1
+    buffer = create_buffer(entry)
+    assert isinstance(buffer, ReplayBuffer)
+    assert (buffer.capacity, buffer.sample_size) == (100000, 64)
+    assert [spec.shape for spec in buffer.specs] == [(4,), (1,), (1,), (4,), (1,)]
+    assert [spec.dtype for spec in buffer.specs] == [ms.float32, ms.int32, ms.float32, ms.float32, ms.float32]
+    assert int(buffer.size().asnumpy()) == 0
+    dqn.check_config(config)
+
+
+def test_config_missing_section_is_named():
+    config = load_config(CONFIG)
+    del config["learner"]
+    with pytest.raises(ValueError, match="'learner'"):
+        dqn.check_config(config)
+
+
+def test_config_other_environment_or_columns_are_refused():
+    config = load_config(CONFIG)
+    config["environment"]["name"] = "Pendulum-v1"
+    with pytest.raises(ValueError, match=r"'environment\.name' must be 'CartPole-v1'"):
+        dqn.check_config(config)
+    config = load_config(CONFIG)
+    config["replay_buffer"]["data_shape"] = config["replay_buffer"]["data_shape"][:4]
+    with pytest.raises(ValueError, match="'data_shape' must be"):
+        dqn.check_config(config)
+
+
+def test_collect_graph_stores_the_transitions_the_environment_produced():
+    """75 collect steps of 4 envs (300 transitions) into a 256-slot buffer.
+
+    The transitions the graph returns are recorded on the host; the buffer must hold the
+    newest 256 of them in order, and each must be gymnasium's step from its state.
+    """
+    config = _small_config()
+    agent = dqn.build_agent(config, seed=3)
+    step = agent.collector.step
+    recorded = [[] for _ in range(5)]
+    for _ in range(75):
+        for column, values in zip(recorded, step()):
+            column.append(values.asnumpy())
+    state, action, reward, next_state, terminated = (np.concatenate(c) for c in recorded)
+    assert len(state) == 300 and int(agent.buffer.size().asnumpy()) == 256
+    for got, expected in zip(_stored(agent.buffer), (state, action, reward, next_state, terminated)):
+        np.testing.assert_array_equal(got, expected[-256:])
+    reference_state, reference_terminated = _gym_reference(state, action[:, 0])
+    np.testing.assert_allclose(next_state, reference_state, rtol=0, atol=ATOL)
+    np.testing.assert_array_equal(terminated[:, 0], reference_terminated)
+    np.testing.assert_array_equal(reward, 1.0)
+    assert set(np.unique(action)) == {0, 1}
+    # Each env continues from where it was, or from a fresh state after terminating.
+    s, s2 = state.reshape(75, 4, 4), next_state.reshape(75, 4, 4)
+    done = terminated.reshape(75, 4)
+    continued = done[:-1] == 0
+    np.testing.assert_array_equal(s[1:][continued], s2[:-1][continued])
+    assert done.sum() >= 4  # epsilon starts at 1: random play ends an episode in ~20 steps
+    assert np.abs(s[1:][~continued]).max() <= cartpole.RESET_BOUND
+    # The tracker's total return of finished episodes: every env step up to each env's last end.
+    last_end = [np.flatnonzero(done[:, env])[-1] + 1 if done[:, env].any() else 0 for env in range(4)]
+    total, episodes = agent.collector.episodes()
+    assert episodes == done.sum() and total == sum(last_end)
+
+
+@pytest.mark.parametrize("buffer_kind", ["device", "numpy"])
+def test_learn_graph_syncs_the_target_network_every_period(buffer_kind):
+    config = _small_config()
+    config["learner"]["target_sync_period"] = 5
+    agent = dqn.build_agent(config, buffer_kind=buffer_kind, seed=0)
+    for _ in range(30):
+        agent.collector.collect()
+
+    def same() -> bool:
+        pairs = zip(agent.q_net.get_parameters(), agent.target_net.get_parameters())
+        return all(np.array_equal(online.asnumpy(), target.asnumpy()) for online, target in pairs)
+
+    assert same()  # built as a copy
+    for step in range(1, 11):
+        agent.learn()
+        assert same() == (step % 5 == 0), step
+
+
+@pytest.mark.parametrize("buffer_kind", ["device", "numpy"])
+def test_short_training_run_decreases_the_loss(buffer_kind):
+    """600 environment steps, 500 learn steps against a fixed target network.
+
+    The first learn steps see Q ~ 0 against targets ~ 1 (Huber loss ~ 0.5); regression on a
+    fixed target must bring the loss well down. Seeded, so the run is the same every time.
+    """
+    ms.set_seed(0)
+    result = dqn.train(_small_config(), buffer_kind=buffer_kind, seed=0, progress=False)
+    assert result.env_steps == 600 and result.learn_steps == _learn_steps(600)
+    losses = np.array([loss for _, loss in result.loss_history])
+    assert np.isfinite(losses).all() and len(losses) >= 5
+    assert losses[-2:].mean() < 0.05 * losses[:2].mean(), losses  # measured: 0.002-0.007 on seeds 0-2
+    assert len(result.eval_history) == 1 and result.eval_history[0][0] == 600
+
+
+def test_gymnasium_env_inserts_through_direct_calls():
+    """The host-env variant: gymnasium steps go into the device buffer by direct insert calls."""
+    config = _small_config(max_steps=200)
+    result = dqn.train(config, env_kind="gymnasium", seed=1, progress=False)
+    assert result.env_steps == 200 and result.learn_steps == _learn_steps(200)
+    assert np.isfinite([loss for _, loss in result.loss_history]).all()
+    agent = dqn.build_agent(config, env_kind="gymnasium", seed=1)
+    for _ in range(30):
+        agent.collector.collect()
+    state, action, reward, next_state, terminated = _stored(agent.buffer)
+    assert len(state) == 120
+    np.testing.assert_array_equal(reward, 1.0)
+    reference_state, reference_terminated = _gym_reference(state, action[:, 0])
+    np.testing.assert_allclose(next_state, reference_state, rtol=0, atol=ATOL)
+    np.testing.assert_array_equal(terminated[:, 0], reference_terminated)
+
+
+def test_cli_train_writes_curve_and_checkpoint(tmp_path, capsys):
+    status = cli.main(["train", "--config", str(CONFIG), "--out", str(tmp_path / "run"), "--max-steps", "64",
+                       "--no-progress"])
+    assert status == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-1].startswith("final evaluation return: ") and lines[-1].endswith("CartPole-v1 not solved")
+    assert (tmp_path / "run" / "learning_curve.png").stat().st_size > 1000
+    checkpoint = ms.load_checkpoint(str(tmp_path / "run" / "dqn_cartpole.ckpt"))
+    assert any(name.endswith("weight") for name in checkpoint)
+
+
+def test_cli_gymnasium_flag_without_gymnasium_is_a_clear_error(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "gymnasium", None)  # makes `import gymnasium` raise ImportError
+    assert cli.main(["train", "--env", "gymnasium", "--config", str(CONFIG)]) == 2
+    assert "pip install gymnasium" in capsys.readouterr().err
+
+
+def test_cli_missing_config_is_a_clear_error(tmp_path, capsys):
+    assert cli.main(["train", "--config", str(tmp_path / "nope.py")]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_python_dash_m_entry_point():
+    done = subprocess.run([sys.executable, "-m", "mindspore_rl_buffer", "train", "--help"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and "--buffer {device,numpy}" in done.stdout
