@@ -254,8 +254,9 @@ class ReplayBuffer(BufferCell):
         Raises:
             TypeError: If ``index`` is not an int or an int tensor (a bool or float is not).
             ValueError: If an index tensor has more than one dimension.
-            IndexError: If an index is out of range. Inside a graph this is raised when the
-                graph runs, and that compiled graph cannot run again.
+            IndexError: If an index is out of range (direct calls, checked on the host). Inside a
+                graph the run fails with ``RuntimeError: assert failed`` instead (MindSpore prints
+                the index and the count), and that compiled graph cannot run again.
         """
         if in_graph():
             if isinstance(index, int):
@@ -302,8 +303,9 @@ class ReplayBuffer(BufferCell):
         Raises:
             TypeError: If ``ordered`` is not a bool or None.
             ValueError: If the buffer is empty, or holds fewer than ``sample_size`` items
-                and draws without replacement. Inside a graph these are raised when the
-                graph runs, and that compiled graph cannot run again.
+                and draws without replacement (direct calls, checked on the host). Inside a graph
+                the run fails with ``RuntimeError: assert failed`` instead (MindSpore prints the
+                count), and that compiled graph cannot run again.
         """
         return self.sample_with_indices(ordered)[1]
 

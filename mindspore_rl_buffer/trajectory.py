@@ -293,8 +293,9 @@ class TrajectoryReplayBuffer(BufferCell, TFAgentsAPI):
             items, ``probabilities`` (float32) one entry per pick.
 
         Raises:
-            ValueError: If the buffer is empty or ``num_steps`` exceeds the steps stored.
-                Inside a graph raised when the graph runs, which then cannot run again.
+            ValueError: If the buffer is empty or ``num_steps`` exceeds the steps stored
+                (direct calls). Inside a graph the run fails with ``RuntimeError: assert failed``
+                instead, and that compiled graph cannot run again.
         """
         if in_graph():
             return self._get_next_graph(sample_batch_size, num_steps, time_stacked, True)

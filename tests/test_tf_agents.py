@@ -297,3 +297,11 @@ def test_py_uniform_buffer_against_the_model_and_to_device():
     assert py.num_frames() == 0
     with pytest.raises(ValueError, match="the buffer is empty"):
         py.get_next()
+
+
+def test_windows_longer_than_stored_inside_a_cell_fail_loudly():
+    rb = TrajectoryReplayBuffer(TUTORIAL_SPEC, batch_size=32, max_length=10)
+    graph = InGraph(rb)  # adds one step, then asks for windows of 2: only 1 is stored
+    action_t, (lidar_t, camera_t) = tutorial_items(0)
+    with pytest.raises(RuntimeError, match="assert failed"):
+        graph(Tensor(action_t), Tensor(lidar_t), Tensor(camera_t))
