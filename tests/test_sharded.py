@@ -219,10 +219,12 @@ def _kill(pids: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-@pytest.fixture(scope="module")
-def two_ranks(tmp_path_factory):
-    """Run tests/sharded_worker.py on 2 CPU ranks with msrun; return each rank's report and the job's directory."""
-    out = tmp_path_factory.mktemp("two_ranks")
+def run_two_ranks(out: Path, timeout: float) -> int | None:
+    """Run tests/sharded_worker.py on 2 CPU ranks with msrun, within ``timeout`` seconds.
+
+    Returns msrun's exit code, or None if it was killed at the timeout. Whatever msrun
+    started is killed afterwards, by process id, whichever way the job ended.
+    """
     bin_dir = Path(sys.executable).parent
     env = {key: value for key, value in os.environ.items() if not key.startswith(("MS_", "RANK_"))}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"  # msrun starts workers with the first python
@@ -232,20 +234,27 @@ def two_ranks(tmp_path_factory):
         job = subprocess.Popen(command, env=env, cwd=out, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True)
         try:
-            job.wait(timeout=JOB_TIMEOUT)
+            return job.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            pass
+            return None
         finally:
-            leftover = _descendants(job.pid)
-            _kill(leftover)
+            _kill(_descendants(job.pid))
             if job.poll() is None:
                 _kill([job.pid])
                 job.wait()
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    """Each rank's report of the 2-rank job, and the job's directory."""
+    out = tmp_path_factory.mktemp("two_ranks")
+    code = run_two_ranks(out, JOB_TIMEOUT)
     reports = [out / f"rank{rank}.json" for rank in range(2)]
-    if job.returncode != 0 or not all(report.exists() for report in reports):
+    if code != 0 or not all(report.exists() for report in reports):
         logs = "\n".join(f"--- {path.name}\n" + path.read_text(errors="replace")[-3000:]
                          for path in sorted((out / "logs").glob("worker_*.log")))
-        pytest.fail(f"the 2-rank job failed (exit code {job.returncode}):\n{logs}")
+        ending = f"timed out after {JOB_TIMEOUT} s" if code is None else f"exit code {code}"
+        pytest.fail(f"the 2-rank job failed ({ending}):\n{logs}")
     return [json.loads(report.read_text()) for report in reports], out
 
 
