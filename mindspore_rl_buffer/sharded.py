@@ -18,7 +18,7 @@ from typing import Any
 
 import mindspore as ms
 import numpy as np
-from mindspore import Tensor, jit, ops
+from mindspore import Tensor, jit, nn, ops
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import DIRECT_CALLS, BufferCell, in_graph
@@ -81,6 +81,37 @@ def _saved_world_sizes(path: str | os.PathLike) -> set[int]:
     if not stem.parent.is_dir():
         return set()
     return {int(match.group(1)) for name in os.listdir(stem.parent) if (match := pattern.fullmatch(name))}
+
+
+class _GlobalSample(nn.Cell):
+    """The graph a direct global :meth:`ShardedReplayBuffer.sample` runs: unguarded, returning the total.
+
+    An ``nn.Cell`` rather than a ``@jit`` method: with collectives inside, a ``@jit`` method
+    call was measured 3 times slower than the same graph run as a Cell (NOTES-shard.md).
+    ``auto_prefix=False`` leaves the shard's Parameter names alone.
+    """
+
+    def __init__(self, storage: ReplayBuffer, rank: int, group: str, ordered: bool, seed: int | None) -> None:
+        super().__init__(auto_prefix=False)
+        self.storage = storage
+        self._rank, self._group, self._ordered, self._seed = rank, group, ordered, seed
+
+    def construct(self):
+        return sharded_ops.sample_global(self.storage.columns, self.storage.head, self.storage.count,
+                                         self.storage.sample_size, self._rank, self._group, self._ordered,
+                                         self._seed, False)
+
+
+class _GlobalCount(nn.Cell):
+    """The graph a direct :meth:`ShardedReplayBuffer.size` runs (a Cell, as :class:`_GlobalSample`)."""
+
+    def __init__(self, storage: ReplayBuffer, group: str) -> None:
+        super().__init__(auto_prefix=False)
+        self.storage = storage
+        self._group = group
+
+    def construct(self):
+        return sharded_ops.gather_counts(self.storage.count, self._group).sum().astype(ms.int32)
 
 
 class ShardedReplayBuffer(BufferCell):
@@ -177,6 +208,9 @@ class ShardedReplayBuffer(BufferCell):
         self.storage = ReplayBuffer(sample_size, shard_capacities(capacity, world_size)[rank], shapes, types,
                                     ordered=ordered, seed=seed, names=names)
         self._sample_size = self.storage.sample_size
+        # Graphs of the direct collective calls, built on first use; a dict, so that they are
+        # not sub-cells of the buffer (they share its shard).
+        self._direct_graphs: dict[Any, nn.Cell] = {}
 
     # ----------------------------------------------------------------- properties (host)
     @property
@@ -290,17 +324,21 @@ class ShardedReplayBuffer(BufferCell):
                 raise _errors.empty_shard_error(op, self._rank)
             return self.storage.sample_with_indices(ordered)
         with DIRECT_CALLS:
-            total, drawn, values = self._sample_global_compiled(ordered)
+            total, drawn, values = self._direct_graph(("sample", ordered))()
         # Every rank reads the same total, so every rank raises alike (no rank is left
         # waiting in a collective). The graph was run unguarded, so it stays usable.
         if int(total) == 0:
             raise _errors.empty_error(op)
         return drawn, values
 
-    @jit
-    def _sample_global_compiled(self, ordered):
-        return sharded_ops.sample_global(self.storage.columns, self.storage.head, self.storage.count,
-                                         self._sample_size, self._rank, self._group, ordered, self._seed, False)
+    def _direct_graph(self, key: Any) -> nn.Cell:
+        if key not in self._direct_graphs:
+            if key[0] == "sample":
+                graph = _GlobalSample(self.storage, self._rank, self._group, key[1], self._seed)
+            else:
+                graph = _GlobalCount(self.storage, self._group)
+            self._direct_graphs[key] = graph
+        return self._direct_graphs[key]
 
     # ------------------------------------------------------------- reset, size, full
     def reset(self):
@@ -323,14 +361,10 @@ class ShardedReplayBuffer(BufferCell):
         if in_graph():
             return self._total()
         with DIRECT_CALLS:
-            return self._size_compiled()
+            return self._direct_graph(("count",))()
 
     def _total(self):
         return sharded_ops.gather_counts(self.storage.count, self._group).sum().astype(ms.int32)
-
-    @jit
-    def _size_compiled(self):
-        return self._total()
 
     def full(self):
         """Whether every shard is full (the total is ``capacity``), a bool scalar tensor; a collective call."""
@@ -339,11 +373,7 @@ class ShardedReplayBuffer(BufferCell):
         if in_graph():
             return self._total() == self._capacity
         with DIRECT_CALLS:
-            return self._full_compiled()
-
-    @jit
-    def _full_compiled(self):
-        return self._total() == self._capacity
+            return self._direct_graph(("count",))() == self._capacity
 
     # ------------------------------------------------------------------ save, load
     def _metadata(self) -> dict[str, Any]:
