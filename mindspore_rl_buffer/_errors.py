@@ -85,3 +85,13 @@ def empty_shard_error(op: str, rank: int) -> ValueError:
     """Sampling locally from an empty shard."""
     return ValueError(f"For '{op}' with sampling='local', the shard of rank {rank} is empty: insert at least "
                       f"one item on this rank first, or sample with sampling='global'.")
+
+
+def unmovable_dtype_error(op: str, column: str, dtype: object) -> ValueError:
+    """A column that a global sample cannot move between ranks exactly."""
+    return ValueError(
+        f"For '{op}' with sampling='global', the dtype of column '{column}' must be one that travels exactly "
+        f"between ranks (not float64 or uint64), but got {dtype}: MindSpore 2.10's CPU AllGather rounds "
+        f"64-bit values to 32 bits, and without a bitcast operator float64 and uint64 have no exact 32-bit form. "
+        f"Use float32 (or int64), or sampling='local'."
+    )

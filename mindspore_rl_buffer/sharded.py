@@ -152,7 +152,9 @@ class ShardedReplayBuffer(BufferCell):
     Raises:
         TypeError: If a size is not an int or ``sampling`` is not a str.
         ValueError: If a size is not positive, ``capacity < world_size``, ``sampling`` is
-            unknown, or the columns are (as :class:`ReplayBuffer`).
+            unknown, the columns are (as :class:`ReplayBuffer`), or ``sampling='global'`` with
+            a float64 or uint64 column (no exact way to move it between ranks: see
+            :func:`mindspore_rl_buffer.ops.sharded.encode_words`).
 
     Supported Platforms:
         ``GPU`` ``CPU``
@@ -208,6 +210,11 @@ class ShardedReplayBuffer(BufferCell):
         self.storage = ReplayBuffer(sample_size, shard_capacities(capacity, world_size)[rank], shapes, types,
                                     ordered=ordered, seed=seed, names=names)
         self._sample_size = self.storage.sample_size
+        if sampling == "global":
+            # Refused whatever the world size, so a script that runs on a laptop runs on a cluster.
+            for spec in self.storage.specs:
+                if spec.dtype in sharded_ops.UNMOVABLE:
+                    raise _errors.unmovable_dtype_error(op, spec.name, spec.dtype)
         # Graphs of the direct collective calls, built on first use; a dict, so that they are
         # not sub-cells of the buffer (they share its shard).
         self._direct_graphs: dict[Any, nn.Cell] = {}

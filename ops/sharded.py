@@ -15,18 +15,20 @@ order, all on the communication group ``group``:
 1. ``AllGather`` of every shard's ``count``: ``world_size`` int32.
 2. ``AllGather`` of every rank's draws, of which all ranks keep rank 0's: the same indexes
    on every rank even if the ranks were seeded differently (``sample_size`` int32 each).
-3. ``AllGather`` of every rank's gathered rows, one per transport dtype (see
-   :func:`combine_rows`); each rank then keeps, for draw ``j``, the row its owner gathered.
+3. ``AllGather`` of every rank's gathered rows, encoded in 32-bit words: one for the float
+   columns, one for the integer columns (see :func:`combine_rows`); each rank then keeps,
+   for draw ``j``, the row its owner gathered.
 
 Every rank must run these operators, in the same order, for the collectives to complete:
 they are collective calls. The collectives are MindSpore's ``AllGather``, documented for
 Ascend and GPU (HCCL, NCCL) and run by mccl on CPU; ``AllReduce`` is avoided because its CPU
-kernel takes only float16/float32.
+kernel takes only float16/float32. float64 and uint64 columns cannot be sampled globally
+(see :func:`encode_words`).
 """
 from __future__ import annotations
 
 import mindspore as ms
-from mindspore import ops
+from mindspore import Tensor, ops
 from mindspore_rl_buffer.ops.ring import (
     _ZERO,
     _arange,
@@ -35,22 +37,39 @@ from mindspore_rl_buffer.ops.ring import (
     logical_to_physical,
 )
 
-# Dtypes that the CPU AllGather kernel refuses travel widened, exactly, and are cast back.
-_WIDENED = {ms.int8: ms.int32, ms.uint8: ms.int32, ms.int16: ms.int32, ms.uint16: ms.int32,
-            ms.uint32: ms.int64}
+# How each column dtype travels, in 32-bit words, exactly. MindSpore 2.10's CPU AllGather
+# (mccl) rounds int64 and float64 to 32 bits and refuses int8/uint8 (measured), so every
+# column travels as float32 or int32 words: floats of 32 bits or fewer as one float32 word,
+# integers of 32 bits or fewer as one int32 word, int64 and uint32 as two int32 words (high
+# and low halves). float64 and uint64 have no exact 32-bit form without a bitcast operator,
+# which MindSpore 2.10 lacks: they are refused.
+_FLOAT_WORD = (ms.float16, ms.bfloat16, ms.float32)
+_INT_WORD = (ms.bool_, ms.int8, ms.uint8, ms.int16, ms.uint16, ms.int32)
+_TWO_INT_WORDS = (ms.int64, ms.uint32)
+UNMOVABLE = (ms.float64, ms.uint64)
+_HALF = Tensor(2**32, ms.int64)
+_LOW_BITS = Tensor(2**32 - 1, ms.int64)
+_OFFSET = Tensor(2**31, ms.int64)
 
 
 @ops.constexpr
 def _transport_plan(dtypes):
-    """Group columns by the dtype they travel in.
-
-    Returns a tuple of ``(transport dtype, column numbers)``, one per group, in the order the
-    dtypes first occur.
-    """
-    groups = {}
-    for number, dtype in enumerate(dtypes):
-        groups.setdefault(_WIDENED.get(dtype, dtype), []).append(number)
-    return tuple((dtype, tuple(numbers)) for dtype, numbers in groups.items())
+    """How each column travels: ``(block, words per value)`` per column (block 0 is float32,
+    1 is int32), and the column numbers of each block."""
+    plan = []
+    for dtype in dtypes:
+        if dtype in _FLOAT_WORD:
+            plan.append((0, 1))
+        elif dtype in _INT_WORD:
+            plan.append((1, 1))
+        elif dtype in _TWO_INT_WORDS:
+            plan.append((1, 2))
+        else:
+            raise TypeError(f"For 'sample_global', a column of dtype {dtype} cannot travel exactly: "
+                            f"MindSpore's CPU AllGather rounds 64-bit values to 32 bits, and float64 or "
+                            f"uint64 has no exact 32-bit form without a bitcast.")
+    blocks = tuple(tuple(n for n, (block, _) in enumerate(plan) if block == b) for b in (0, 1))
+    return tuple(plan), blocks
 
 
 @ops.constexpr
@@ -63,6 +82,37 @@ def _widths(shapes):
             width *= dim
         widths.append(width)
     return tuple(widths)
+
+
+def encode_words(value, block, words):
+    """``value`` of shape ``(k, width)`` as 32-bit words: float32 ``(k, width)`` (block 0) or
+    int32 ``(k, words * width)`` (block 1).
+
+    Two words (int64, uint32) are the high half ``value // 2**32`` and the low half
+    ``value % 2**32 - 2**31``, both within int32: ``decode_words`` inverts it exactly. The
+    low half comes from a bitwise and, and the division is of a multiple of ``2**32``, which
+    is exact even where the kernel divides in float64 (the CPU kernel does: a direct
+    ``(2**63 - 1) // 2**32`` came out as ``2**31``).
+    """
+    if words == 2:
+        wide = value.astype(ms.int64)
+        low = ops.bitwise_and(wide, _LOW_BITS)
+        high = ops.floor_divide(wide - low, _HALF)
+        low = low - _OFFSET
+        return ops.concat((high.astype(ms.int32), low.astype(ms.int32)), 1)
+    if block == 0:
+        return value.astype(ms.float32)
+    return value.astype(ms.int32)
+
+
+def decode_words(encoded, words, dtype):
+    """The inverse of :func:`encode_words`, back to ``dtype``; shape ``(k, width)``."""
+    if words == 2:
+        width = encoded.shape[1] // 2
+        high = encoded[:, :width].astype(ms.int64)
+        low = encoded[:, width:].astype(ms.int64)
+        return (high * _HALF + low + _OFFSET).astype(dtype)
+    return encoded.astype(dtype)
 
 
 def all_gather(x, group):
@@ -160,11 +210,12 @@ def gather_owned(columns, head, owner, local, rank):
 def combine_rows(values, owner, group):
     """For every draw ``j``, row ``j`` as gathered by the draw's owner, on every rank.
 
-    Columns of the same dtype are flattened to ``(k, width)``, concatenated and sent in one
-    ``AllGather`` (int8/uint8/int16/uint16 travel as int32 and uint32 as int64, exactly,
-    since the CPU kernel refuses them); the result ``(world_size * k, width)`` holds every
-    rank's block, and row ``owner[j] * k + j`` is selected. Selection copies bits, so every
-    value (NaN, -0.0, any integer) arrives exactly as stored.
+    Every column is flattened to ``(k, width)`` and encoded in 32-bit words (see
+    :func:`encode_words`): the float columns are concatenated into one float32 block and
+    the integer columns into one int32 block, one ``AllGather`` per block (so at most two,
+    whatever the columns). The result ``(world_size * k, words)`` holds every rank's block,
+    and row ``owner[j] * k + j`` is selected. Selection copies bits, so every value (NaN,
+    -0.0, any integer) arrives exactly as stored.
 
     Args:
         values (tuple[Tensor]): This rank's rows, one tensor per column, leading dimension ``k``.
@@ -173,20 +224,26 @@ def combine_rows(values, owner, group):
 
     Returns:
         Tuple of tensors shaped and typed as ``values``: the same on every rank.
+
+    Raises:
+        TypeError: When compiled, if a column is float64 or uint64 (no exact 32-bit form).
     """
     k = values[0].shape[0]
     pick = owner * k + _arange(k)
     widths = _widths(tuple(v.shape for v in values))
+    plan, blocks = _transport_plan(tuple(v.dtype for v in values))
+    encoded = [encode_words(v.reshape(k, widths[n]), plan[n][0], plan[n][1]) for n, v in enumerate(values)]
     combined = [None] * len(values)
-    for dtype, numbers in _transport_plan(tuple(v.dtype for v in values)):
-        flat = [values[n].reshape(k, widths[n]).astype(dtype) for n in numbers]
-        block = flat[0] if len(flat) == 1 else ops.concat(flat, 1)
-        chosen = ops.gather(all_gather(block, group), pick, 0)
-        offset = 0
-        for n in numbers:
-            piece = chosen[:, offset:offset + widths[n]]
-            combined[n] = piece.reshape(values[n].shape).astype(values[n].dtype)
-            offset += widths[n]
+    for numbers in blocks:
+        if numbers:
+            parts = [encoded[n] for n in numbers]
+            chosen = ops.gather(all_gather(parts[0] if len(parts) == 1 else ops.concat(parts, 1), group), pick, 0)
+            offset = 0
+            for n in numbers:
+                size = widths[n] * plan[n][1]
+                piece = decode_words(chosen[:, offset:offset + size], plan[n][1], values[n].dtype)
+                combined[n] = piece.reshape(values[n].shape)
+                offset += size
     return tuple(combined)
 
 

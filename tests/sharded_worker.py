@@ -126,6 +126,19 @@ def main(out: Path) -> None:
     seen["after_load_stored"] = stored(small)
     seen["after_load"] = ids(learner(*(Tensor(x) for x in encoded_batch(1000 * rank + 900, 1)))[3])
 
+    # Dtypes the CPU AllGather refuses (uint8, int8) or rounds (int64), and -0.0 (which a sum
+    # would not keep): rank r's item i = 10 * r + j is encoded in every column.
+    mixed = ShardedReplayBuffer(64, 8, [(3,), (), (2,), (), ()], [ms.uint8, ms.float16, ms.int64, ms.int8, ms.uint32],
+                                sampling="global")
+    item = np.arange(4) + 10 * rank
+    mixed.insert([np.stack([item, item + 1, item + 2], 1).astype(np.uint8), -item.astype(np.float16),
+                  np.stack([item * 2**40 + 3, -(2**62) - item], 1).astype(np.int64), (-item).astype(np.int8),
+                  (2**32 - 1 - item).astype(np.uint32)])
+    columns = [column.asnumpy() for column in mixed.sample()]
+    seen["mixed"] = {"dtypes": [str(column.dtype) for column in columns],
+                     "rows": [[column[j].tolist() for column in columns] for j in range(64)],
+                     "negative_zero": [bool(np.signbit(x)) for x in columns[1] if x == 0]}
+
     (out / f"rank{rank}.json").write_text(json.dumps(seen))
 
 

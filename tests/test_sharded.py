@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from mindspore import Tensor, jit, nn
 from mindspore_rl_buffer.ops import locate
+from mindspore_rl_buffer.ops import sharded as sharded_ops
 from scipy.stats import chisquare
 
 from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, create_buffer
@@ -141,6 +142,36 @@ def test_bad_calls_are_refused_and_leave_the_shard_unchanged():
     assert after[1:] == before[1:] and all(np.array_equal(a, b) for a, b in zip(after[0], before[0]))
 
 
+@pytest.mark.parametrize(("dtype", "values"), [
+    (ms.int64, [-2**63, 2**63 - 1, 0, -1, 2**40 + 3, -2**31, 2**31, 2**32 - 1]),
+    (ms.uint32, [0, 2**32 - 1, 2**31, 2**31 - 1]),
+    (ms.int32, [-2**31, 2**31 - 1, 0, -1]),
+    (ms.uint8, [0, 255, 128, 1]),
+    (ms.int8, [-128, 127, 0, -1]),
+    (ms.float16, [float("nan"), -0.0, 6e-8, 65504.0]),
+    (ms.float32, [float("nan"), -0.0, 1e-45, -float("inf")]),
+])
+def test_rows_travel_in_32_bit_words_exactly(dtype, values):
+    @jit
+    def run(x, block, words):
+        return sharded_ops.decode_words(sharded_ops.encode_words(x, block, words), words, x.dtype)
+
+    value = np.asarray([values], ms.dtype_to_nptype(dtype))
+    block = 0 if dtype in (ms.float16, ms.float32) else 1
+    words = 2 if dtype in (ms.int64, ms.uint32) else 1
+    got = run(Tensor(value), block, words).asnumpy()
+    assert got.dtype == value.dtype
+    np.testing.assert_array_equal(got, value)  # NaN equals NaN here
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(value))
+
+
+def test_global_sampling_refuses_columns_that_cannot_travel_exactly():
+    for dtype in (ms.float64, ms.uint64):
+        with pytest.raises(ValueError, match=f"column 'column_1' must be one that travels exactly .* got {dtype}"):
+            ShardedReplayBuffer(4, 8, [(2,), ()], [ms.float32, dtype], sampling="global")
+        ShardedReplayBuffer(4, 8, [(2,), ()], [ms.float32, dtype], sampling="local")
+
+
 def test_create_buffer_builds_it_from_a_config_entry():
     entry = {"number": 1, "type": "ShardedReplayBuffer", "capacity": 100, "data_shape": [(4,), (1,), (1,), (4,)],
              "data_type": [ms.float32, ms.int32, ms.float32, ms.float32], "sample_size": 64, "sampling": "global"}
@@ -244,6 +275,11 @@ def run_two_ranks(out: Path, timeout: float) -> int | None:
                 job.wait()
 
 
+def _without_chatter(log: str) -> str:
+    """A worker log without MindSpore's [INFO] and [WARNING] lines."""
+    return "\n".join(line for line in log.splitlines() if not line.startswith(("[INFO]", "[WARNING]")))
+
+
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory):
     """Each rank's report of the 2-rank job, and the job's directory."""
@@ -251,7 +287,7 @@ def two_ranks(tmp_path_factory):
     code = run_two_ranks(out, JOB_TIMEOUT)
     reports = [out / f"rank{rank}.json" for rank in range(2)]
     if code != 0 or not all(report.exists() for report in reports):
-        logs = "\n".join(f"--- {path.name}\n" + path.read_text(errors="replace")[-3000:]
+        logs = "\n".join(f"--- {path.name}\n" + _without_chatter(path.read_text(errors="replace"))[-3000:]
                          for path in sorted((out / "logs").glob("worker_*.log")))
         ending = f"timed out after {JOB_TIMEOUT} s" if code is None else f"exit code {code}"
         pytest.fail(f"the 2-rank job failed ({ending}):\n{logs}")
@@ -344,6 +380,22 @@ def test_inside_a_users_graph_every_rank_gets_the_same_batch_of_what_is_stored(t
         assert [union[g] for g in first["indexes"]] == first["global"]
         # The step's own insert is in the shards the same graph sampled from.
         assert {500 + 2 * step, 1500 + 2 * step + 1} <= set(union)
+
+
+def test_global_rows_of_every_dtype_arrive_exactly(two_ranks):
+    ranks, _ = two_ranks
+    first, second = (r["mixed"] for r in ranks)
+    assert first == second
+    assert first["dtypes"] == ["uint8", "float16", "int64", "int8", "uint32"]
+    items = set()
+    for as_bytes, negated, wide, small, unsigned in first["rows"]:
+        item = as_bytes[0]
+        assert as_bytes == [item, item + 1, item + 2]
+        assert (negated, wide, small, unsigned) == (-item, [item * 2**40 + 3, -(2**62) - item], -item,
+                                                    2**32 - 1 - item)
+        items.add(item)
+    assert items <= {0, 1, 2, 3, 10, 11, 12, 13} and {i // 10 for i in items} == {0, 1}
+    assert all(first["negative_zero"]) and first["negative_zero"], "-0.0 (item 0) keeps its sign"
 
 
 def test_save_writes_one_file_per_rank_and_load_restores_it(two_ranks):
