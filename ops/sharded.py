@@ -99,7 +99,7 @@ def encode_words(value, block, words):
         low = ops.bitwise_and(wide, _LOW_BITS)
         high = ops.floor_divide(wide - low, _HALF)
         low = low - _OFFSET
-        return ops.concat((high.astype(ms.int32), low.astype(ms.int32)), 1)
+        return ops.cat((high.astype(ms.int32), low.astype(ms.int32)), 1)
     if block == 0:
         return value.astype(ms.float32)
     return value.astype(ms.int32)
@@ -237,7 +237,7 @@ def combine_rows(values, owner, group):
     for numbers in blocks:
         if numbers:
             parts = [encoded[n] for n in numbers]
-            chosen = ops.gather(all_gather(parts[0] if len(parts) == 1 else ops.concat(parts, 1), group), pick, 0)
+            chosen = ops.gather(all_gather(parts[0] if len(parts) == 1 else ops.cat(parts, 1), group), pick, 0)
             offset = 0
             for n in numbers:
                 size = widths[n] * plan[n][1]
