@@ -104,7 +104,9 @@ def main(out: Path) -> None:
                        "stored": stored(glob),
                        "local": ids(local.sample())}
 
-    # Inside a user's compiled graph: insert 2 items per rank, then sample globally.
+    # Inside a user's compiled graph: insert 2 items per rank, then sample globally. The
+    # direct calls first build the buffer's own helper graphs, which must not disturb it.
+    seen["direct_before_graph"] = [int(small.size()), len(ids(small.sample()))]
     learner = Learner(small)
     steps = []
     for step in range(3):

@@ -373,6 +373,7 @@ def test_global_indexes_name_the_rows_in_shard_order(two_ranks):
 
 def test_inside_a_users_graph_every_rank_gets_the_same_batch_of_what_is_stored(two_ranks):
     ranks, _ = two_ranks
+    assert ranks[0]["direct_before_graph"] == ranks[1]["direct_before_graph"] == [65, 6]
     for step, (first, second) in enumerate(zip(ranks[0]["in_graph"], ranks[1]["in_graph"])):
         assert first["global"] == second["global"] and first["indexes"] == second["indexes"]
         assert (first["size"], first["full"]) == (65, True) == (second["size"], second["full"])
