@@ -3,16 +3,19 @@ from mindspore_rl_buffer.checkpoint import load_checkpoint, save_checkpoint
 from mindspore_rl_buffer.config import create_buffer, load_config, register_buffer_type
 from mindspore_rl_buffer.py_uniform import PyUniformReplayBuffer
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
+from mindspore_rl_buffer.sharded import ShardedReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec
 from mindspore_rl_buffer.trajectory import BufferInfo, TrajectoryReplayBuffer
 
 register_buffer_type(TrajectoryReplayBuffer)
+register_buffer_type(ShardedReplayBuffer)
 
 __version__ = "0.1.0"
 __all__ = [
     "BufferInfo",
     "PyUniformReplayBuffer",
     "ReplayBuffer",
+    "ShardedReplayBuffer",
     "TensorSpec",
     "TrajectoryReplayBuffer",
     "create_buffer",

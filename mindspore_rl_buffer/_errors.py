@@ -60,3 +60,38 @@ def not_enough_error(op: str, sample_size: int, size: int) -> ValueError:
         f"For '{op}' without replacement, 'sample_size' ({sample_size}) must not exceed the "
         f"number of stored items, but the buffer holds {size}."
     )
+
+
+def world_size_error(op: str, path: str, saved: int, current: int) -> ValueError:
+    """A sharded checkpoint written by a job of another size."""
+    return ValueError(
+        f"For '{op}', the checkpoint '{path}' was saved by a job of {saved} ranks, but this job has "
+        f"{current}: a sharded buffer must be loaded with the world size it was saved with."
+    )
+
+
+def checkpoint_error(op: str, path: str, what: str, expected: object, got: object) -> ValueError:
+    """A checkpoint whose metadata does not match the buffer loading it."""
+    return ValueError(f"For '{op}', the {what} in '{path}' must be {expected} to match this buffer, "
+                      f"but got {got}.")
+
+
+def missing_shard_error(op: str, path: str) -> FileNotFoundError:
+    """No checkpoint file for this rank."""
+    return FileNotFoundError(f"For '{op}', no checkpoint file for this rank at '{path}'.")
+
+
+def empty_shard_error(op: str, rank: int) -> ValueError:
+    """Sampling locally from an empty shard."""
+    return ValueError(f"For '{op}' with sampling='local', the shard of rank {rank} is empty: insert at least "
+                      f"one item on this rank first, or sample with sampling='global'.")
+
+
+def unmovable_dtype_error(op: str, column: str, dtype: object) -> ValueError:
+    """A column that a global sample cannot move between ranks exactly."""
+    return ValueError(
+        f"For '{op}' with sampling='global', the dtype of column '{column}' must be one that travels exactly "
+        f"between ranks (not float64 or uint64), but got {dtype}: MindSpore 2.10's CPU AllGather rounds "
+        f"64-bit values to 32 bits, and without a bitcast operator float64 and uint64 have no exact 32-bit form. "
+        f"Use float32 (or int64), or sampling='local'."
+    )

@@ -30,12 +30,20 @@ from mindspore_rl_buffer.specs import DTYPES, column_specs
 BUFFER_TYPES: dict[str, type] = {"ReplayBuffer": ReplayBuffer}
 
 _REQUIRED = ("capacity", "data_shape", "data_type", "sample_size")
-_OPTIONAL = ("ordered", "replace", "seed", "names")
+# Optional keys of any buffer type; a class takes the subset in its ``config_options``
+# attribute, or the first four (ReplayBuffer's) if it has none.
+_OPTIONAL = ("ordered", "replace", "seed", "names", "sampling")
+_REPLAY_BUFFER_OPTIONS = _OPTIONAL[:4]
 _OUTER = ("number", "type", "params")
 
 
 def register_buffer_type(cls: type) -> type:
-    """Make ``cls`` available to :func:`create_buffer` under its class name."""
+    """Make ``cls`` available to :func:`create_buffer` under its class name.
+
+    ``cls`` is built as ``cls(sample_size, capacity, shapes, types, **options)``; the optional
+    keys it takes are listed in its ``config_options`` attribute (default: ``ordered``,
+    ``replace``, ``seed``, ``names``).
+    """
     BUFFER_TYPES[cls.__name__] = cls
     return cls
 
@@ -90,6 +98,11 @@ def buffer_arguments(spec: Mapping[str, Any]) -> tuple[type, int, dict[str, Any]
         raise ValueError(f"For '{op}', the key 'type' is missing: expected a buffer class or one "
                          f"of {sorted(BUFFER_TYPES)}.")
     cls = _buffer_type(spec["type"])
+    accepted = getattr(cls, "config_options", _REPLAY_BUFFER_OPTIONS)
+    refused = [key for key in params if key in _OPTIONAL and key not in accepted]
+    if refused:
+        raise ValueError(f"For '{op}', the key '{refused[0]}' does not apply to {cls.__name__}, which takes "
+                         f"{', '.join(repr(key) for key in accepted)}.")
     number = check_size(op, "number", spec.get("number", 1))
     for key in _REQUIRED:
         if key not in params:

@@ -22,6 +22,10 @@ A ring buffer's state is a sequence of ``columns`` (column ``c`` has shape
 Operators that write (``insert``) scatter into the column ``Parameter`` objects in place,
 because a functional scatter would copy every column on every call; they return the new
 cursors for the caller to assign. All other operators only read.
+
+The operators of a buffer sharded over the ranks of a distributed job (``locate``,
+``draw_global``, ``sample_global``, ...) live in :mod:`mindspore_rl_buffer.ops.sharded`,
+whose docstring extends this contract to the union of the shards.
 """
 from mindspore_rl_buffer.ops.ring import (
     gather_ordered,
@@ -34,15 +38,31 @@ from mindspore_rl_buffer.ops.ring import (
     sample_indices,
     sample_windows,
 )
+from mindspore_rl_buffer.ops.sharded import (
+    combine_rows,
+    draw_global,
+    gather_counts,
+    gather_owned,
+    locate,
+    sample_global,
+    share_from_root,
+)
 
 __all__ = [
+    "combine_rows",
+    "draw_global",
+    "gather_counts",
     "gather_ordered",
+    "gather_owned",
     "get_item",
     "insert",
     "insert_rows",
+    "locate",
     "logical_to_physical",
     "physical_to_logical",
     "sample",
+    "sample_global",
     "sample_indices",
     "sample_windows",
+    "share_from_root",
 ]
