@@ -22,7 +22,28 @@ A ring buffer's state is a sequence of ``columns`` (column ``c`` has shape
 Operators that write (``insert``) scatter into the column ``Parameter`` objects in place,
 because a functional scatter would copy every column on every call; they return the new
 cursors for the caller to assign. All other operators only read.
+
+Prioritized replay (``ops.priority``) keeps a sum tree and a min tree over the slots of a
+ring; reservoir sampling (``ops.reservoir``) fills the slots ``[0, count)`` with ``head``
+fixed at 0. Both cite this contract; their ``sample`` and ``insert`` are exported here as
+``priority_sample`` and ``reservoir_insert``. Repeated indexes in one write are resolved by
+``ops.dedupe`` (the last occurrence wins), never left to the scatter's order.
 """
+from mindspore_rl_buffer.ops import dedupe, priority, reservoir
+from mindspore_rl_buffer.ops.dedupe import last_occurrence
+from mindspore_rl_buffer.ops.priority import (
+    PRIORITY_FLOOR,
+    empty_trees,
+    find_prefix,
+    insert_priorities,
+    leaf_values,
+    set_leaves,
+    tree_size,
+    update_priorities,
+)
+from mindspore_rl_buffer.ops.priority import sample as priority_sample
+from mindspore_rl_buffer.ops.reservoir import draw_slots
+from mindspore_rl_buffer.ops.reservoir import insert as reservoir_insert
 from mindspore_rl_buffer.ops.ring import (
     get_item,
     insert,
@@ -34,11 +55,26 @@ from mindspore_rl_buffer.ops.ring import (
 )
 
 __all__ = [
+    "PRIORITY_FLOOR",
+    "dedupe",
+    "draw_slots",
+    "empty_trees",
+    "find_prefix",
     "get_item",
     "insert",
+    "insert_priorities",
     "insert_rows",
+    "last_occurrence",
+    "leaf_values",
     "logical_to_physical",
     "physical_to_logical",
+    "priority",
+    "priority_sample",
+    "reservoir",
+    "reservoir_insert",
     "sample",
     "sample_indices",
+    "set_leaves",
+    "tree_size",
+    "update_priorities",
 ]

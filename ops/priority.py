@@ -1,0 +1,257 @@
+"""Prioritized replay: a sum tree and a min tree over the slots of a ring buffer.
+
+The items live in a ring (see the cursor contract in ``ops``); beside it, two trees index
+the physical slots.
+
+Tree layout
+-----------
+``P = tree_size(capacity)`` is the smallest power of two ``>= capacity``. A tree is a 1-D
+float32 tensor of ``2 * P`` nodes: node 1 is the root, node ``v`` has children ``2v`` and
+``2v + 1``, and slot ``s`` is the leaf node ``P + s``; a tree has ``log2(P)`` levels above
+its leaves. Node 0 belongs to no tree: it is the sink that writes which must change nothing
+are sent to, and it always holds the tree's neutral value.
+
+* Sum tree: leaf ``s`` holds ``priority[s] ** alpha`` for a stored slot and 0 otherwise;
+  an inner node holds the sum of its children (recomputed from them, never incremented, so
+  float32 rounding does not accumulate over updates). Neutral value 0.
+* Min tree: the same leaves, ``+inf`` for slots not stored; an inner node holds the
+  minimum of its children. Neutral value ``+inf``.
+
+Priorities are clamped below at ``PRIORITY_FLOOR`` (and leaves at the smallest normal
+float32), so every stored leaf is positive and every importance weight finite.
+
+Updating ``n`` leaves writes them, then recomputes their ancestors level by level (one
+gather and one scatter per level and tree, a static loop of ``log2(P)`` steps): O(n log P).
+Sampling descends from the root, also one level per step and vectorised over the batch.
+"""
+from __future__ import annotations
+
+import mindspore as ms
+import numpy as np
+from mindspore import Tensor, ops
+from mindspore_rl_buffer.ops.dedupe import last_occurrence
+from mindspore_rl_buffer.ops.ring import _arange, _guard_not_empty
+
+# Priorities below this (and NaN, inside a graph) count as this.
+PRIORITY_FLOOR = 1e-8
+_LEAF_FLOOR = float(np.finfo(np.float32).tiny)
+_INF = float("inf")
+
+
+def tree_size(capacity: int) -> int:
+    """``P``: the number of leaves, the smallest power of two ``>= capacity``.
+
+    Examples:
+        >>> from mindspore_rl_buffer.ops import tree_size
+        >>> tree_size(1), tree_size(5), tree_size(8)
+        (1, 8, 8)
+    """
+    return 1 << max(int(capacity) - 1, 0).bit_length()
+
+
+def empty_trees(capacity: int) -> tuple[Tensor, Tensor]:
+    """The sum tree and min tree of an empty buffer (all leaves unstored).
+
+    Returns:
+        Tuple of 2 float32 tensors of shape ``(2 * tree_size(capacity),)``.
+    """
+    size = 2 * tree_size(capacity)
+    return Tensor(np.zeros(size, np.float32)), Tensor(np.full(size, np.inf, np.float32))
+
+
+def leaf_values(priorities, alpha):
+    """``max(priority, PRIORITY_FLOOR) ** alpha``, at least the smallest normal float32.
+
+    NaN and negative priorities count as ``PRIORITY_FLOOR``.
+    """
+    priorities = priorities.astype(ms.float32)
+    clamped = ops.where(priorities >= PRIORITY_FLOOR, priorities, PRIORITY_FLOOR)
+    values = ops.pow(clamped, alpha)
+    return ops.where(values >= _LEAF_FLOOR, values, _LEAF_FLOOR)
+
+
+def set_leaves(sum_tree, min_tree, nodes, values, capacity):
+    """Write leaf nodes of both trees in place, then recompute their ancestors.
+
+    Args:
+        sum_tree (Parameter): float32, ``(2P,)``.
+        min_tree (Parameter): float32, ``(2P,)``.
+        nodes (Tensor): int32, ``(n,)``: leaf nodes ``P + slot``, or 0 (the sink) for a
+            write that must change nothing. Repeated leaf nodes must carry equal values.
+        values (Tensor): float32, ``(n,)``, the leaf values (``leaf_values``).
+        capacity (int): Slots of the ring.
+
+    Returns:
+        Tensor, the root of the sum tree after the update (the total mass).
+    """
+    size = tree_size(capacity)
+    sink = nodes == 0
+    ops.scatter_update(sum_tree, nodes, ops.where(sink, 0.0, values))
+    ops.scatter_update(min_tree, nodes, ops.where(sink, _INF, values))
+    for _ in range(size.bit_length() - 1):
+        # Parents repeat when siblings are updated together; they then write equal values.
+        nodes = nodes // 2
+        sink = nodes == 0
+        left, right = 2 * nodes, 2 * nodes + 1
+        sums = ops.gather(sum_tree, left, 0) + ops.gather(sum_tree, right, 0)
+        ops.scatter_update(sum_tree, nodes, ops.where(sink, 0.0, sums))
+        mins = ops.minimum(ops.gather(min_tree, left, 0), ops.gather(min_tree, right, 0))
+        ops.scatter_update(min_tree, nodes, ops.where(sink, _INF, mins))
+    return sum_tree[1]
+
+
+def find_prefix(sum_tree, targets, capacity):
+    """The slot whose cumulative sum interval holds each target (a prefix-sum descent).
+
+    Slot ``s`` is found for ``target`` in ``[sum(leaf[:s]), sum(leaf[:s+1]))``: at each
+    level the descent goes right, subtracting the left child's sum, when the target is not
+    below it. Static loop over ``log2(P)`` levels, vectorised over the targets.
+
+    Args:
+        sum_tree (Tensor): float32, ``(2P,)``.
+        targets (Tensor): float32, ``(n,)``, in ``[0, total)``.
+        capacity (int): Slots of the ring.
+
+    Returns:
+        Tensor, int32, ``(n,)``, slots in ``[0, P)``: callers clamp them (see ``sample``).
+    """
+    size = tree_size(capacity)
+    nodes = ops.ones(targets.shape, ms.int32)
+    for _ in range(size.bit_length() - 1):
+        left = ops.gather(sum_tree, 2 * nodes, 0)
+        go_right = targets >= left
+        targets = ops.where(go_right, targets - left, targets)
+        nodes = 2 * nodes + go_right.astype(ms.int32)
+    return nodes - size
+
+
+def sample(sum_tree, min_tree, count, sample_size, beta, capacity, seed=None, check=True):
+    """Draw ``sample_size`` slots with probability ``leaf / total``, stratified.
+
+    Target ``j`` is ``(j + u_j) * total / sample_size`` with ``u_j`` uniform in ``[0, 1)``:
+    one draw from each of ``sample_size`` equal strata of the total mass.
+
+    Float32 drift guard: the stored slots are exactly ``[0, count)`` (cursor contract), all
+    with positive leaves, so every zero leaf lies at or beyond ``count``. Rounding in the
+    descent (or a target that rounds up to ``total``) can only end in such a zero leaf by
+    crossing, at some node, into a right subtree of zero mass; the slot it should have
+    stayed in is then the last positive leaf left of it, which is ``count - 1``. Clamping
+    the slot to ``count - 1`` therefore never returns an unstored or zero-priority slot.
+
+    Importance weights: ``(N * P(i)) ** -beta / max_j (N * P(j)) ** -beta``, the maximum
+    over all stored items, is ``(min_leaf / leaf_i) ** beta`` with ``min_leaf`` the root
+    of the min tree: in ``(0, 1]``, computed without overflow.
+
+    Args:
+        sum_tree (Tensor): float32, ``(2P,)``.
+        min_tree (Tensor): float32, ``(2P,)``.
+        count (Tensor): int32 scalar, items stored.
+        sample_size (int): Slots to draw.
+        beta (Union[float, Tensor]): Importance-sampling exponent, ``>= 0``.
+        capacity (int): Slots of the ring.
+        seed (int): Seed of the random operator; ``None`` follows ``mindspore.set_seed``.
+            Default: ``None``.
+        check (bool): Guard against an empty buffer inside the graph. Default: ``True``.
+
+    Returns:
+        Tuple of 2 tensors: the physical slots (int32, ``(sample_size,)``) and their
+        importance weights (float32, ``(sample_size,)``).
+
+    Raises:
+        ValueError: At run time, with ``check=True``, if the buffer is empty; the compiled
+            graph cannot run again afterwards.
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore import Parameter, Tensor
+        >>> from mindspore_rl_buffer.ops import empty_trees, leaf_values, priority_sample, set_leaves, tree_size
+        >>> sum_tree, min_tree = (Parameter(t, requires_grad=False) for t in empty_trees(3))
+        >>> nodes = Tensor(tree_size(3) + np.arange(3, dtype=np.int32))
+        >>> total = set_leaves(sum_tree, min_tree, nodes, leaf_values(Tensor([1.0, 0.0, 3.0]), 1.0), 3)
+        >>> slots, weights = priority_sample(sum_tree, min_tree, Tensor(3, ms.int32), 4, 1.0, 3)
+        >>> sorted(slots.asnumpy().tolist())
+        [0, 2, 2, 2]
+    """
+    if check:
+        _guard_not_empty(count)
+    total = sum_tree[1]
+    uniform = ops.rand((sample_size,), dtype=ms.float32, seed=seed)
+    targets = (_arange(sample_size).astype(ms.float32) + uniform) * (total / sample_size)
+    slots = ops.minimum(find_prefix(sum_tree, targets, capacity), count - 1)
+    leaves = ops.gather(sum_tree, slots + tree_size(capacity), 0)
+    weights = ops.pow(min_tree[1] / leaves, beta)
+    return slots, weights
+
+
+def insert_priorities(sum_tree, min_tree, rows, max_priority, alpha, capacity):
+    """Give the slots just written by ``ring.insert`` the largest priority seen so far.
+
+    The old priority of an overwritten slot is replaced with it.
+
+    Args:
+        sum_tree (Parameter): float32, ``(2P,)``.
+        min_tree (Parameter): float32, ``(2P,)``.
+        rows (Tensor): int32, ``(m,)``, distinct slots (from ``ring.insert_rows``).
+        max_priority (Tensor): float32 scalar.
+        alpha (float): Priority exponent.
+        capacity (int): Slots of the ring.
+
+    Returns:
+        Tensor, the new total mass.
+    """
+    values = ops.broadcast_to(leaf_values(max_priority, alpha), rows.shape)
+    return set_leaves(sum_tree, min_tree, rows + tree_size(capacity), values, capacity)
+
+
+def _guard_slots(ok):
+    if not ok:
+        raise IndexError("For 'update_priorities', 'indices' must be physical slots of stored items "
+                         "(0 <= index < size()).")
+
+
+def update_priorities(sum_tree, min_tree, max_priority, count, slots, priorities, alpha, capacity,
+                      check=True):
+    """Set the priorities of stored slots; of repeated slots, the last one wins.
+
+    The winners are found with ``last_occurrence``; the losers write the sink node, so the
+    trees equal numpy's ``leaf[slots] = values`` whatever order the scatter takes.
+
+    Args:
+        sum_tree (Parameter): float32, ``(2P,)``.
+        min_tree (Parameter): float32, ``(2P,)``.
+        max_priority (Tensor): float32 scalar, the largest priority stored so far.
+        count (Tensor): int32 scalar, items stored.
+        slots (Tensor): int32, ``(n,)``, physical slots in ``[0, count)``.
+        priorities (Tensor): float, ``(n,)``; clamped below at ``PRIORITY_FLOOR`` (NaN too).
+        alpha (float): Priority exponent.
+        capacity (int): Slots of the ring.
+        check (bool): Guard the slot range inside the graph. Default: ``True``.
+
+    Returns:
+        Tensor, float32 scalar: the new largest priority, for the caller to assign.
+
+    Raises:
+        IndexError: At run time, with ``check=True``, if a slot is outside ``[0, count)``;
+            the compiled graph cannot run again afterwards.
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore import Parameter, Tensor
+        >>> from mindspore_rl_buffer.ops import empty_trees, tree_size, update_priorities
+        >>> sum_tree, min_tree = (Parameter(t, requires_grad=False) for t in empty_trees(4))
+        >>> slots = Tensor(np.array([1, 3, 1], np.int32))
+        >>> top = update_priorities(sum_tree, min_tree, Tensor(1.0), Tensor(4, ms.int32), slots,
+        ...                         Tensor([5.0, 2.0, 0.5]), 1.0, 4)
+        >>> sum_tree.asnumpy()[tree_size(4):].tolist(), float(top)
+        ([0.0, 0.5, 0.0, 2.0], 2.0)
+    """
+    if check:
+        _guard_slots(ops.logical_and(slots >= 0, slots < count).all())
+    clamped = priorities.astype(ms.float32)
+    clamped = ops.where(clamped >= PRIORITY_FLOOR, clamped, PRIORITY_FLOOR)
+    wins = last_occurrence(slots) == _arange(slots.shape[0])
+    nodes = ops.where(wins, slots + tree_size(capacity), 0)
+    set_leaves(sum_tree, min_tree, nodes, leaf_values(clamped, alpha), capacity)
+    return ops.maximum(max_priority, ops.where(wins, clamped, 0.0).max())
