@@ -60,3 +60,16 @@ def not_enough_error(op: str, sample_size: int, size: int) -> ValueError:
         f"For '{op}' without replacement, 'sample_size' ({sample_size}) must not exceed the "
         f"number of stored items, but the buffer holds {size}."
     )
+
+
+def slot_error(op: str, slot: object, size: int) -> IndexError:
+    """A physical slot outside the stored items ``[0, size)`` (prioritized replay)."""
+    return IndexError(
+        f"For '{op}', 'indices' must be physical slots of stored items, in [0, {size}) for a buffer "
+        f"holding {size} items, but got {slot}."
+    )
+
+
+def not_offered_error(op: str, cls: str, instead: str) -> TypeError:
+    """A method of the uniform buffer that another buffer type does not offer."""
+    return TypeError(f"For '{op}', {cls} does not offer this method: use {instead}.")
