@@ -35,14 +35,16 @@ from mindspore_rl_buffer.ops.priority import (
     PRIORITY_FLOOR,
     empty_trees,
     find_prefix,
+    find_slots,
     insert_priorities,
+    leaf_nodes,
     leaf_values,
     set_leaves,
     tree_size,
     update_priorities,
 )
 from mindspore_rl_buffer.ops.priority import sample as priority_sample
-from mindspore_rl_buffer.ops.reservoir import draw_slots
+from mindspore_rl_buffer.ops.reservoir import draw_slots, plan_writes
 from mindspore_rl_buffer.ops.reservoir import insert as reservoir_insert
 from mindspore_rl_buffer.ops.ring import (
     get_item,
@@ -60,14 +62,17 @@ __all__ = [
     "draw_slots",
     "empty_trees",
     "find_prefix",
+    "find_slots",
     "get_item",
     "insert",
     "insert_priorities",
     "insert_rows",
     "last_occurrence",
+    "leaf_nodes",
     "leaf_values",
     "logical_to_physical",
     "physical_to_logical",
+    "plan_writes",
     "priority",
     "priority_sample",
     "reservoir",

@@ -125,18 +125,34 @@ def find_prefix(sum_tree, targets, capacity):
     return nodes - size
 
 
-def sample(sum_tree, min_tree, count, sample_size, beta, capacity, seed=None, check=True):
-    """Draw ``sample_size`` slots with probability ``leaf / total``, stratified.
+def find_slots(sum_tree, targets, count, capacity):
+    """:func:`find_prefix`, with the float32 drift guard: only stored slots come out.
 
-    Target ``j`` is ``(j + u_j) * total / sample_size`` with ``u_j`` uniform in ``[0, 1)``:
-    one draw from each of ``sample_size`` equal strata of the total mass.
-
-    Float32 drift guard: the stored slots are exactly ``[0, count)`` (cursor contract), all
+    The stored slots are exactly ``[0, count)`` (cursor contract), all
     with positive leaves, so every zero leaf lies at or beyond ``count``. Rounding in the
     descent (or a target that rounds up to ``total``) can only end in such a zero leaf by
     crossing, at some node, into a right subtree of zero mass; the slot it should have
     stayed in is then the last positive leaf left of it, which is ``count - 1``. Clamping
     the slot to ``count - 1`` therefore never returns an unstored or zero-priority slot.
+
+    Args:
+        sum_tree (Tensor): float32, ``(2P,)``.
+        targets (Tensor): float32, ``(n,)``, nominally in ``[0, total)``.
+        count (Tensor): int32 scalar, items stored, ``>= 1``.
+        capacity (int): Slots of the ring.
+
+    Returns:
+        Tensor, int32, ``(n,)``, slots in ``[0, count)``.
+    """
+    return ops.minimum(find_prefix(sum_tree, targets, capacity), count - 1)
+
+
+def sample(sum_tree, min_tree, count, sample_size, beta, capacity, seed=None, check=True):
+    """Draw ``sample_size`` slots with probability ``leaf / total``, stratified.
+
+    Target ``j`` is ``(j + u_j) * total / sample_size`` with ``u_j`` uniform in ``[0, 1)``:
+    one draw from each of ``sample_size`` equal strata of the total mass, and the slots are
+    found by :func:`find_slots` (a descent guarded against float32 drift).
 
     Importance weights: ``(N * P(i)) ** -beta / max_j (N * P(j)) ** -beta``, the maximum
     over all stored items, is ``(min_leaf / leaf_i) ** beta`` with ``min_leaf`` the root
@@ -178,7 +194,7 @@ def sample(sum_tree, min_tree, count, sample_size, beta, capacity, seed=None, ch
     total = sum_tree[1]
     uniform = ops.rand((sample_size,), dtype=ms.float32, seed=seed)
     targets = (_arange(sample_size).astype(ms.float32) + uniform) * (total / sample_size)
-    slots = ops.minimum(find_prefix(sum_tree, targets, capacity), count - 1)
+    slots = find_slots(sum_tree, targets, count, capacity)
     leaves = ops.gather(sum_tree, slots + tree_size(capacity), 0)
     weights = ops.pow(min_tree[1] / leaves, beta)
     return slots, weights
@@ -204,6 +220,25 @@ def insert_priorities(sum_tree, min_tree, rows, max_priority, alpha, capacity):
     return set_leaves(sum_tree, min_tree, rows + tree_size(capacity), values, capacity)
 
 
+def leaf_nodes(slots, capacity):
+    """The leaf node of each slot that wins (its last occurrence), the sink 0 for the others.
+
+    Writing ``values[j]`` to ``nodes[j]`` then leaves every leaf as numpy's
+    ``leaf[slots] = values`` would, in whatever order the scatter applies the writes: a
+    leaf is written once, and the sink only ever receives its neutral value (see
+    :func:`set_leaves`).
+
+    Examples:
+        >>> import numpy as np
+        >>> from mindspore import Tensor
+        >>> from mindspore_rl_buffer.ops import leaf_nodes
+        >>> leaf_nodes(Tensor(np.array([1, 3, 1], np.int32)), 4).asnumpy().tolist()
+        [0, 7, 5]
+    """
+    wins = last_occurrence(slots) == _arange(slots.shape[0])
+    return ops.where(wins, slots + tree_size(capacity), 0)
+
+
 def _guard_slots(ok):
     if not ok:
         raise IndexError("For 'update_priorities', 'indices' must be physical slots of stored items "
@@ -214,7 +249,7 @@ def update_priorities(sum_tree, min_tree, max_priority, count, slots, priorities
                       check=True):
     """Set the priorities of stored slots; of repeated slots, the last one wins.
 
-    The winners are found with ``last_occurrence``; the losers write the sink node, so the
+    The winners are found by :func:`leaf_nodes`; the losers write the sink node, so the
     trees equal numpy's ``leaf[slots] = values`` whatever order the scatter takes.
 
     Args:
@@ -251,7 +286,6 @@ def update_priorities(sum_tree, min_tree, max_priority, count, slots, priorities
         _guard_slots(ops.logical_and(slots >= 0, slots < count).all())
     clamped = priorities.astype(ms.float32)
     clamped = ops.where(clamped >= PRIORITY_FLOOR, clamped, PRIORITY_FLOOR)
-    wins = last_occurrence(slots) == _arange(slots.shape[0])
-    nodes = ops.where(wins, slots + tree_size(capacity), 0)
+    nodes = leaf_nodes(slots, capacity)
     set_leaves(sum_tree, min_tree, nodes, leaf_values(clamped, alpha), capacity)
-    return ops.maximum(max_priority, ops.where(wins, clamped, 0.0).max())
+    return ops.maximum(max_priority, ops.where(nodes > 0, clamped, 0.0).max())

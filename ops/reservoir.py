@@ -58,6 +58,44 @@ def draw_slots(seen, batch_size, capacity, seed=None):
     return slots, accepted
 
 
+def plan_writes(slots, accepted):
+    """Resolve a batch's draws into one write per item, with equal values on equal rows.
+
+    Item ``j`` writes row ``rows[j]`` with item ``source[j]`` of the batch, or, where
+    ``keep_old[j]``, with that row's current value. An accepted item that no later accepted
+    item of the batch overtakes on its slot is its own source; every other item copies such
+    a winner (the last accepted item of the batch), or, when no item is accepted, rewrites
+    the slot of item 0 with its current value. Applying the writes in any order then gives
+    what algorithm R gives item by item.
+
+    Args:
+        slots (Tensor): int32, ``(n,)``, in ``[0, capacity)``.
+        accepted (Tensor): bool, ``(n,)``.
+
+    Returns:
+        Tuple of 3 tensors of shape ``(n,)``: ``rows`` (int32), ``source`` (int32) and
+        ``keep_old`` (bool).
+
+    Examples:
+        >>> import numpy as np
+        >>> from mindspore import Tensor
+        >>> from mindspore_rl_buffer.ops import plan_writes
+        >>> rows, source, keep_old = plan_writes(Tensor(np.array([2, 0, 2, 1], np.int32)),
+        ...                                      Tensor(np.array([True, True, True, False])))
+        >>> rows.asnumpy().tolist(), source.asnumpy().tolist(), keep_old.asnumpy().tolist()
+        ([2, 0, 2, 2], [2, 1, 2, 2], [False, False, False, False])
+    """
+    batch_size = slots.shape[0]
+    capacity_sink = slots.max() + 1
+    # Rejected items get a slot of their own beyond all real ones, so they never win one.
+    winners = last_occurrence(ops.where(accepted, slots, capacity_sink))
+    last_accepted = ops.where(accepted, _arange(batch_size), 0).max()
+    source = ops.where(accepted, winners, last_accepted)
+    rows = ops.gather(slots, source, 0)
+    keep_old = ops.logical_not(ops.gather(accepted, source, 0))  # only when none is accepted
+    return rows, source, keep_old
+
+
 def insert(columns, seen, batch, seed=None):
     """Offer a batch of items to the reservoir, item by item under algorithm R.
 
@@ -67,7 +105,7 @@ def insert(columns, seen, batch, seed=None):
     by item); a rejected or overtaken item writes the winner's row to the winner's slot, or,
     when no item of the batch is accepted, row 0 writes its current value back. All writes
     to a row then carry the same value, so the outcome does not depend on the scatter's
-    order (on GPU it is not specified for repeated indexes).
+    order (on GPU it is not specified for repeated indexes); see :func:`plan_writes`.
 
     Args:
         columns (Union[tuple[Parameter], list[Parameter]]): Column ``c`` of shape
@@ -99,13 +137,7 @@ def insert(columns, seen, batch, seed=None):
     if batch_size == 0:
         return seen, ops.minimum(seen, capacity).astype(ms.int32)
     slots, accepted = draw_slots(seen, batch_size, capacity, seed)
-    positions = _arange(batch_size)
-    # Rejected items go to a slot of their own (capacity), so they never win a real slot.
-    winners = last_occurrence(ops.where(accepted, slots, capacity))
-    last_accepted = ops.where(accepted, positions, 0).max()
-    source = ops.where(accepted, winners, last_accepted)
-    rows = ops.gather(slots, source, 0)
-    keep_old = ops.logical_not(ops.gather(accepted, source, 0))  # only when none is accepted
+    rows, source, keep_old = plan_writes(slots, accepted)
     for column, values in zip(columns, batch):
         new = ops.gather(values, source, 0)
         old = ops.gather(column, rows, 0)
