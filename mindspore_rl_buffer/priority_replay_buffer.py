@@ -138,8 +138,9 @@ class PriorityReplayBuffer(ReplayBuffer):
             [x.shape for x in transition], [x.dtype for x in transition])
         batch = [ops.expand_dims(x, 0) for x in transition] if single else transition
         if batch_size > 0:
-            rows, _, _ = ring.insert_rows(self.head, self.count, batch_size, self._capacity)
-            head, count = ring.insert(self.columns, self.head, self.count, batch)
+            # The rows ring.insert writes, and the same cursors it returns.
+            rows, head, count = ring.insert_rows(self.head, self.count, batch_size, self._capacity)
+            ring.insert(self.columns, self.head, self.count, batch)
             priority.insert_priorities(self.sum_tree, self.min_tree, rows, self.max_priority, self._alpha,
                                        self._capacity)
             ops.assign(self.head, head)
