@@ -7,7 +7,9 @@ import importlib
 import pytest
 
 MODULES = ["mindspore_rl_buffer.specs", "mindspore_rl_buffer.config", "mindspore_rl_buffer.replay_buffer",
-           "mindspore_rl_buffer.ops.ring"]
+           "mindspore_rl_buffer.ops.ring", "mindspore_rl_buffer.priority_replay_buffer",
+           "mindspore_rl_buffer.reservoir_replay_buffer", "mindspore_rl_buffer.ops.priority",
+           "mindspore_rl_buffer.ops.reservoir", "mindspore_rl_buffer.ops.dedupe"]
 
 
 @pytest.mark.parametrize("name", MODULES)

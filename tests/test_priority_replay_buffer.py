@@ -121,6 +121,7 @@ def test_sampling_frequencies_follow_priority_to_the_alpha():
     for beta in (0.0, 0.4, 1.0):
         indices, weights, transitions = prb.sample(beta)
         indices = indices.asnumpy()
+        assert (np.diff(indices) >= 0).all(), "stratified targets increase, so do their slots"
         # Every row intact, from the slot it names.
         np.testing.assert_array_equal(decode(*transitions), model.columns[1][indices])
         np.testing.assert_allclose(weights.asnumpy(), model.weights(indices, beta), rtol=1e-5)
@@ -134,6 +135,17 @@ def test_sampling_frequencies_follow_priority_to_the_alpha():
     assert counts[5] <= 1
     kept = np.arange(8) != 5
     assert chisquare(counts[kept], expected[kept] * counts[kept].sum() / expected[kept].sum()).pvalue > 1e-4
+
+
+def test_stratified_sampling_draws_once_per_stratum():
+    """Equal priorities and sample_size == size: each stratum holds exactly one item."""
+    ms.set_seed(6)
+    prb = make(capacity=8, sample_size=8)
+    prb.insert(encoded_batch(0, 8))
+    for _ in range(3):
+        indices, weights, _ = prb.sample(1.0)
+        np.testing.assert_array_equal(indices.asnumpy(), np.arange(8))
+        np.testing.assert_array_equal(weights.asnumpy(), np.ones(8, np.float32))
 
 
 def test_importance_weights_match_the_formula_and_are_at_most_one():
