@@ -37,11 +37,12 @@ from mindspore_rl_buffer.ops.priority import (
     find_prefix,
     find_slots,
     insert_priorities,
-    leaf_nodes,
     leaf_values,
     set_leaves,
     tree_size,
+    tree_writes,
     update_priorities,
+    winning_values,
 )
 from mindspore_rl_buffer.ops.priority import sample as priority_sample
 from mindspore_rl_buffer.ops.reservoir import draw_slots, plan_writes
@@ -68,7 +69,6 @@ __all__ = [
     "insert_priorities",
     "insert_rows",
     "last_occurrence",
-    "leaf_nodes",
     "leaf_values",
     "logical_to_physical",
     "physical_to_logical",
@@ -81,5 +81,7 @@ __all__ = [
     "sample_indices",
     "set_leaves",
     "tree_size",
+    "tree_writes",
     "update_priorities",
+    "winning_values",
 ]

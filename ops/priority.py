@@ -8,20 +8,20 @@ Tree layout
 ``P = tree_size(capacity)`` is the smallest power of two ``>= capacity``. A tree is a 1-D
 float32 tensor of ``2 * P`` nodes: node 1 is the root, node ``v`` has children ``2v`` and
 ``2v + 1``, and slot ``s`` is the leaf node ``P + s``; a tree has ``log2(P)`` levels above
-its leaves. Node 0 belongs to no tree: it is the sink that writes which must change nothing
-are sent to, and it always holds the tree's neutral value.
+its leaves. Node 0 is unused.
 
 * Sum tree: leaf ``s`` holds ``priority[s] ** alpha`` for a stored slot and 0 otherwise;
   an inner node holds the sum of its children (recomputed from them, never incremented, so
-  float32 rounding does not accumulate over updates). Neutral value 0.
+  float32 rounding does not accumulate over updates).
 * Min tree: the same leaves, ``+inf`` for slots not stored; an inner node holds the
-  minimum of its children. Neutral value ``+inf``.
+  minimum of its children.
 
 Priorities are clamped below at ``PRIORITY_FLOOR`` (and leaves at the smallest normal
 float32), so every stored leaf is positive and every importance weight finite.
 
-Updating ``n`` leaves writes them, then recomputes their ancestors level by level (one
-gather and one scatter per level and tree, a static loop of ``log2(P)`` steps): O(n log P).
+Updating ``n`` leaves computes their new values and their ancestors' level by level (a
+static loop of ``log2(P)`` steps of gathers and a binary search over the batch), then
+writes all of them with one scatter per tree: O(n log n + n log P).
 Sampling descends from the root, also one level per step and vectorised over the batch.
 """
 from __future__ import annotations
@@ -70,34 +70,67 @@ def leaf_values(priorities, alpha):
     return ops.where(values >= _LEAF_FLOOR, values, _LEAF_FLOOR)
 
 
-def set_leaves(sum_tree, min_tree, nodes, values, capacity):
-    """Write leaf nodes of both trees in place, then recompute their ancestors.
+def tree_writes(sum_tree, min_tree, slots, values, capacity):
+    """Every node that changes when leaves are set, with its new value: reads only.
+
+    The leaves are sorted once; level by level, each node's new value is combined with its
+    sibling's, taken from the batch when the sibling changes too (found by a binary search
+    in the sorted nodes of that level, which stay sorted as they are halved) and read from
+    the tree otherwise. Nothing is written, so the caller writes every level with one
+    scatter per tree: on MindSpore 2.10 CPU, a graph that reads a Parameter between two of
+    its writes copies the whole Parameter (measured: 80 ms for 20 levels at capacity 1e6,
+    against 4 ms for reads first, one write last).
+
+    Args:
+        sum_tree (Tensor): float32, ``(2P,)``.
+        min_tree (Tensor): float32, ``(2P,)``.
+        slots (Tensor): int32, ``(n,)``, slots in ``[0, capacity)``. A repeated slot must
+            carry the same value each time (see :func:`winning_values`); the repeats then
+            write equal values to every node, so the scatter's order does not matter.
+        values (Tensor): float32, ``(n,)``, leaf values (see :func:`leaf_values`).
+        capacity (int): Slots of the ring.
+
+    Returns:
+        Tuple of 3 tensors of shape ``(n * (log2(P) + 1),)``: the nodes (int32), their new
+        sums and their new minimums (float32); the last ``n`` entries are the root.
+    """
+    size = tree_size(capacity)
+    batch_size = slots.shape[0]
+    order = ops.sort(slots)[1]
+    nodes = ops.gather(slots, order, 0) + size
+    sums = ops.gather(values.astype(ms.float32), order, 0)
+    mins = sums
+    all_nodes, all_sums, all_mins = [nodes], [sums], [mins]
+    for _ in range(size.bit_length() - 1):
+        sibling = nodes + 1 - 2 * (nodes % 2)
+        where = ops.minimum(ops.searchsorted(nodes, sibling, out_int32=True), batch_size - 1)
+        changed = ops.gather(nodes, where, 0) == sibling
+        sums = sums + ops.where(changed, ops.gather(sums, where, 0), ops.gather(sum_tree, sibling, 0))
+        mins = ops.minimum(mins, ops.where(changed, ops.gather(mins, where, 0), ops.gather(min_tree, sibling, 0)))
+        nodes = nodes // 2
+        all_nodes.append(nodes)
+        all_sums.append(sums)
+        all_mins.append(mins)
+    return ops.concat(all_nodes), ops.concat(all_sums), ops.concat(all_mins)
+
+
+def set_leaves(sum_tree, min_tree, slots, values, capacity):
+    """Set leaves of both trees in place, with their ancestors: one scatter per tree.
 
     Args:
         sum_tree (Parameter): float32, ``(2P,)``.
         min_tree (Parameter): float32, ``(2P,)``.
-        nodes (Tensor): int32, ``(n,)``: leaf nodes ``P + slot``, or 0 (the sink) for a
-            write that must change nothing. Repeated leaf nodes must carry equal values.
-        values (Tensor): float32, ``(n,)``, the leaf values (``leaf_values``).
+        slots (Tensor): int32, ``(n,)``; a repeated slot must carry the same value.
+        values (Tensor): float32, ``(n,)``, the leaf values (see :func:`leaf_values`).
         capacity (int): Slots of the ring.
 
     Returns:
         Tensor, the root of the sum tree after the update (the total mass).
     """
-    size = tree_size(capacity)
-    sink = nodes == 0
-    ops.scatter_update(sum_tree, nodes, ops.where(sink, 0.0, values))
-    ops.scatter_update(min_tree, nodes, ops.where(sink, _INF, values))
-    for _ in range(size.bit_length() - 1):
-        # Parents repeat when siblings are updated together; they then write equal values.
-        nodes = nodes // 2
-        sink = nodes == 0
-        left, right = 2 * nodes, 2 * nodes + 1
-        sums = ops.gather(sum_tree, left, 0) + ops.gather(sum_tree, right, 0)
-        ops.scatter_update(sum_tree, nodes, ops.where(sink, 0.0, sums))
-        mins = ops.minimum(ops.gather(min_tree, left, 0), ops.gather(min_tree, right, 0))
-        ops.scatter_update(min_tree, nodes, ops.where(sink, _INF, mins))
-    return sum_tree[1]
+    nodes, sums, mins = tree_writes(sum_tree, min_tree, slots, values, capacity)
+    ops.scatter_update(sum_tree, nodes, sums)
+    ops.scatter_update(min_tree, nodes, mins)
+    return sums[-1]
 
 
 def find_prefix(sum_tree, targets, capacity):
@@ -181,10 +214,10 @@ def sample(sum_tree, min_tree, count, sample_size, beta, capacity, seed=None, ch
         >>> import numpy as np
         >>> import mindspore as ms
         >>> from mindspore import Parameter, Tensor
-        >>> from mindspore_rl_buffer.ops import empty_trees, leaf_values, priority_sample, set_leaves, tree_size
+        >>> from mindspore_rl_buffer.ops import empty_trees, leaf_values, priority_sample, set_leaves
         >>> sum_tree, min_tree = (Parameter(t, requires_grad=False) for t in empty_trees(3))
-        >>> nodes = Tensor(tree_size(3) + np.arange(3, dtype=np.int32))
-        >>> total = set_leaves(sum_tree, min_tree, nodes, leaf_values(Tensor([1.0, 0.0, 3.0]), 1.0), 3)
+        >>> slots = Tensor(np.arange(3, dtype=np.int32))
+        >>> total = set_leaves(sum_tree, min_tree, slots, leaf_values(Tensor([1.0, 0.0, 3.0]), 1.0), 3)
         >>> slots, weights = priority_sample(sum_tree, min_tree, Tensor(3, ms.int32), 4, 1.0, 3)
         >>> sorted(slots.asnumpy().tolist())
         [0, 2, 2, 2]
@@ -217,26 +250,24 @@ def insert_priorities(sum_tree, min_tree, rows, max_priority, alpha, capacity):
         Tensor, the new total mass.
     """
     values = ops.broadcast_to(leaf_values(max_priority, alpha), rows.shape)
-    return set_leaves(sum_tree, min_tree, rows + tree_size(capacity), values, capacity)
+    return set_leaves(sum_tree, min_tree, rows, values, capacity)
 
 
-def leaf_nodes(slots, capacity):
-    """The leaf node of each slot that wins (its last occurrence), the sink 0 for the others.
+def winning_values(slots, values):
+    """Give every occurrence of a slot the value of its last occurrence.
 
-    Writing ``values[j]`` to ``nodes[j]`` then leaves every leaf as numpy's
-    ``leaf[slots] = values`` would, in whatever order the scatter applies the writes: a
-    leaf is written once, and the sink only ever receives its neutral value (see
-    :func:`set_leaves`).
+    Writing ``values`` then leaves every leaf as numpy's ``leaf[slots] = values`` would,
+    in whatever order the scatter applies the writes (on GPU it is not specified for
+    repeated indexes): every write to a slot carries the same value.
 
     Examples:
         >>> import numpy as np
         >>> from mindspore import Tensor
-        >>> from mindspore_rl_buffer.ops import leaf_nodes
-        >>> leaf_nodes(Tensor(np.array([1, 3, 1], np.int32)), 4).asnumpy().tolist()
-        [0, 7, 5]
+        >>> from mindspore_rl_buffer.ops import winning_values
+        >>> winning_values(Tensor(np.array([1, 3, 1], np.int32)), Tensor([5.0, 2.0, 0.5])).asnumpy().tolist()
+        [0.5, 2.0, 0.5]
     """
-    wins = last_occurrence(slots) == _arange(slots.shape[0])
-    return ops.where(wins, slots + tree_size(capacity), 0)
+    return ops.gather(values, last_occurrence(slots), 0)
 
 
 def _guard_slots(ok):
@@ -249,8 +280,9 @@ def update_priorities(sum_tree, min_tree, max_priority, count, slots, priorities
                       check=True):
     """Set the priorities of stored slots; of repeated slots, the last one wins.
 
-    The winners are found by :func:`leaf_nodes`; the losers write the sink node, so the
-    trees equal numpy's ``leaf[slots] = values`` whatever order the scatter takes.
+    Every occurrence of a slot is given the last occurrence's priority
+    (:func:`winning_values`), so the trees equal numpy's ``leaf[slots] = values`` whatever
+    order the scatter takes.
 
     Args:
         sum_tree (Parameter): float32, ``(2P,)``.
@@ -286,6 +318,6 @@ def update_priorities(sum_tree, min_tree, max_priority, count, slots, priorities
         _guard_slots(ops.logical_and(slots >= 0, slots < count).all())
     clamped = priorities.astype(ms.float32)
     clamped = ops.where(clamped >= PRIORITY_FLOOR, clamped, PRIORITY_FLOOR)
-    nodes = leaf_nodes(slots, capacity)
-    set_leaves(sum_tree, min_tree, nodes, leaf_values(clamped, alpha), capacity)
-    return ops.maximum(max_priority, ops.where(nodes > 0, clamped, 0.0).max())
+    clamped = winning_values(slots, clamped)
+    set_leaves(sum_tree, min_tree, slots, leaf_values(clamped, alpha), capacity)
+    return ops.maximum(max_priority, clamped.max())

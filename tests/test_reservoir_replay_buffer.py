@@ -75,7 +75,7 @@ def test_plan_writes_follows_algorithm_r_item_by_item_in_any_scatter_order():
                 want[slots[j]] = batch[j]
         rows, source, keep_old = (x.asnumpy() for x in plan_writes(Tensor(slots), Tensor(accepted)))
         values = np.where(keep_old, old[rows], batch[source])
-        for order in (range(len(slots)), reversed(range(len(slots))), rng.permutation(len(slots))):
+        for order in (range(len(slots)), range(len(slots) - 1, -1, -1), rng.permutation(len(slots))):
             np.testing.assert_array_equal(apply_in_order(old, rows, values, order), want)
 
 
