@@ -102,7 +102,7 @@ def tree_writes(sum_tree, min_tree, slots, values, capacity):
     mins = sums
     all_nodes, all_sums, all_mins = [nodes], [sums], [mins]
     for _ in range(size.bit_length() - 1):
-        sibling = nodes + 1 - 2 * (nodes % 2)
+        sibling = ops.bitwise_xor(nodes, 1)
         where = ops.minimum(ops.searchsorted(nodes, sibling, out_int32=True), batch_size - 1)
         changed = ops.gather(nodes, where, 0) == sibling
         sums = sums + ops.where(changed, ops.gather(sums, where, 0), ops.gather(sum_tree, sibling, 0))
