@@ -74,6 +74,30 @@ class ReservoirReplayBuffer(ReplayBuffer):
         super().__init__(sample_size, capacity, shapes, types, seed=seed, names=names)
         self.seen = Parameter(Tensor(0, ms.int64), name="seen", requires_grad=False)
 
+    def insert(self, transition):
+        """Offer one item or a batch of items to the reservoir (algorithm R, item by item).
+
+        While fewer than ``capacity`` items were seen, items fill the next slots in order;
+        after that, the ``k``-th item replaces a uniformly chosen slot with probability
+        ``capacity / k``. Inside a ``construct`` write ``_ = self.buffer.insert(...)``
+        (see :meth:`ReplayBuffer.insert`).
+
+        Args:
+            transition (Union[list[Tensor], tuple[Tensor]]): One tensor (or numpy array, for
+                direct calls) per column: of the column's shape for one item, or with a
+                leading batch dimension ``n`` (0 is allowed, and ``n`` may exceed
+                ``capacity``). Dtypes must match the columns.
+
+        Returns:
+            None when called directly; the buffer itself inside a graph.
+
+        Raises:
+            TypeError: If ``transition`` is not a list or tuple, or a column is not a tensor.
+            ValueError: If the number of columns, a shape or a dtype does not match; the
+                buffer is left unchanged.
+        """
+        return super().insert(transition)
+
     def _write(self, transition):
         batch_size, single = _check_batch_graph(
             "insert", self._names, self._shapes, self._dtypes, len(transition),
