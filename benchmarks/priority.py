@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import time
 from collections.abc import Callable
 
 import mindspore as ms
@@ -60,8 +61,6 @@ def calls(capacity: int, sample_size: int, rng: np.random.Generator) -> dict[str
 
 
 def main() -> None:
-    import time
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=300)
     parser.add_argument("--sample-size", type=int, default=64)

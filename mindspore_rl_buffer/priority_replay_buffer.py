@@ -260,4 +260,6 @@ class PriorityReplayBuffer(ReplayBuffer):
         return self.count
 
     def extend_repr(self) -> str:
-        return f"alpha={self._alpha}, " + super().extend_repr()
+        columns = ", ".join(f"{s.name}: {s.shape} {s.dtype}" for s in self._specs)
+        return (f"alpha={self._alpha}, sample_size={self._sample_size}, capacity={self._capacity}, "
+                f"columns=[{columns}]")

@@ -116,4 +116,5 @@ class ReservoirReplayBuffer(ReplayBuffer):
         return self.count
 
     def extend_repr(self) -> str:
-        return "reservoir, " + super().extend_repr()
+        columns = ", ".join(f"{s.name}: {s.shape} {s.dtype}" for s in self._specs)
+        return f"sample_size={self._sample_size}, capacity={self._capacity}, columns=[{columns}]"
