@@ -1,20 +1,23 @@
 """mindspore_rl_buffer: replay buffers that live on the device and compile into MindSpore graphs."""
 from mindspore_rl_buffer.checkpoint import load_checkpoint, save_checkpoint
 from mindspore_rl_buffer.config import create_buffer, load_config, register_buffer_type
+from mindspore_rl_buffer.priority_replay_buffer import PriorityReplayBuffer
 from mindspore_rl_buffer.py_uniform import PyUniformReplayBuffer
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
+from mindspore_rl_buffer.reservoir_replay_buffer import ReservoirReplayBuffer
 from mindspore_rl_buffer.sharded import ShardedReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec
 from mindspore_rl_buffer.trajectory import BufferInfo, TrajectoryReplayBuffer
 
-register_buffer_type(TrajectoryReplayBuffer)
 register_buffer_type(ShardedReplayBuffer)
 
 __version__ = "0.1.0"
 __all__ = [
     "BufferInfo",
+    "PriorityReplayBuffer",
     "PyUniformReplayBuffer",
     "ReplayBuffer",
+    "ReservoirReplayBuffer",
     "ShardedReplayBuffer",
     "TensorSpec",
     "TrajectoryReplayBuffer",

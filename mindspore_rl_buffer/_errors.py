@@ -95,3 +95,16 @@ def unmovable_dtype_error(op: str, column: str, dtype: object) -> ValueError:
         f"64-bit values to 32 bits, and without a bitcast operator float64 and uint64 have no exact 32-bit form. "
         f"Use float32 (or int64), or sampling='local'."
     )
+
+
+def slot_error(op: str, slot: object, size: int) -> IndexError:
+    """A physical slot outside the stored items ``[0, size)`` (prioritized replay)."""
+    return IndexError(
+        f"For '{op}', 'indices' must be physical slots of stored items, in [0, {size}) for a buffer "
+        f"holding {size} items, but got {slot}."
+    )
+
+
+def not_offered_error(op: str, cls: str, instead: str) -> TypeError:
+    """A method of the uniform buffer that another buffer type does not offer."""
+    return TypeError(f"For '{op}', {cls} does not offer this method: use {instead}.")

@@ -7,13 +7,17 @@ A buffer entry, as MindSpore RL's dqn config writes it::
                       'data_type': [ms.float32, ms.int32, ms.float32, ms.float32],
                       'sample_size': 64}
 
-or nested, ``{'number': 1, 'type': 'ReplayBuffer', 'params': {...}}``. Reading an entry is
+or nested, ``{'number': 1, 'type': 'ReplayBuffer', 'params': {...}}``. The keys a type
+accepts are its constructor's arguments (``shapes``/``types`` spelt ``data_shape``/``data_type``):
+``PriorityReplayBuffer`` also requires ``alpha``; it and ``ReservoirReplayBuffer`` take
+``seed`` and ``names`` but not ``ordered`` or ``replace``. Reading an entry is
 a pure function (:func:`buffer_arguments`) from the dict to validated constructor
 arguments; it never changes the caller's dict.
 """
 from __future__ import annotations
 
 import ast
+import inspect
 import json
 import runpy
 from collections.abc import Mapping
@@ -23,29 +27,36 @@ from typing import Any
 from mindspore import nn
 
 from mindspore_rl_buffer import _errors
+from mindspore_rl_buffer.priority_replay_buffer import PriorityReplayBuffer, check_exponent
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer, check_size
+from mindspore_rl_buffer.reservoir_replay_buffer import ReservoirReplayBuffer
 from mindspore_rl_buffer.specs import DTYPES, column_specs
 
 # Buffer classes by name, for ``'type'`` given as a string.
-BUFFER_TYPES: dict[str, type] = {"ReplayBuffer": ReplayBuffer}
+BUFFER_TYPES: dict[str, type] = {
+    cls.__name__: cls for cls in (ReplayBuffer, PriorityReplayBuffer, ReservoirReplayBuffer)
+}
 
 _REQUIRED = ("capacity", "data_shape", "data_type", "sample_size")
-# Optional keys of any buffer type; a class takes the subset in its ``config_options``
-# attribute, or the first four (ReplayBuffer's) if it has none.
-_OPTIONAL = ("ordered", "replace", "seed", "names", "sampling")
-_REPLAY_BUFFER_OPTIONS = _OPTIONAL[:4]
 _OUTER = ("number", "type", "params")
+# Constructor arguments under the names config files give them.
+_CONFIG_NAMES = {"shapes": "data_shape", "types": "data_type"}
+_CONSTRUCTOR_NAMES = {value: key for key, value in _CONFIG_NAMES.items()}
 
 
 def register_buffer_type(cls: type) -> type:
-    """Make ``cls`` available to :func:`create_buffer` under its class name.
-
-    ``cls`` is built as ``cls(sample_size, capacity, shapes, types, **options)``; the optional
-    keys it takes are listed in its ``config_options`` attribute (default: ``ordered``,
-    ``replace``, ``seed``, ``names``).
-    """
+    """Make ``cls`` available to :func:`create_buffer` under its class name."""
     BUFFER_TYPES[cls.__name__] = cls
     return cls
+
+
+def _config_keys(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The keys an entry of type ``cls`` requires and those it may add, from its constructor."""
+    parameters = [parameter for parameter in inspect.signature(cls).parameters.values()
+                  if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)]
+    required = [_CONFIG_NAMES.get(p.name, p.name) for p in parameters if p.default is p.empty]
+    optional = [_CONFIG_NAMES.get(p.name, p.name) for p in parameters if p.default is not p.empty]
+    return tuple(dict.fromkeys([*_REQUIRED, *required])), tuple(optional)
 
 
 def _buffer_type(value: Any) -> type:
@@ -63,9 +74,9 @@ def buffer_arguments(spec: Mapping[str, Any]) -> tuple[type, int, dict[str, Any]
 
     Raises:
         TypeError: If ``spec`` (or its ``params``) is not a dict, or a value has the wrong type.
-        ValueError: If a key is missing or unknown, a size is not positive, shapes and types
-            differ in length, a dtype is unknown, or ``sample_size > capacity`` without
-            replacement.
+        ValueError: If a key is missing or unknown for the type, a size is not positive,
+            ``alpha`` is negative, shapes and types differ in length, a dtype is unknown, or
+            ``sample_size > capacity`` without replacement.
 
     Examples:
         >>> cls, number, kwargs = buffer_arguments({'type': 'ReplayBuffer', 'capacity': 8,
@@ -81,35 +92,36 @@ def buffer_arguments(spec: Mapping[str, Any]) -> tuple[type, int, dict[str, Any]
     op = "create_buffer"
     if not isinstance(spec, Mapping):
         raise _errors.type_error(op, "spec", "a dict", spec)
+    if "type" not in spec:
+        raise ValueError(f"For '{op}', the key 'type' is missing: expected a buffer class or one "
+                         f"of {sorted(BUFFER_TYPES)}.")
+    cls = _buffer_type(spec["type"])
+    required, optional = _config_keys(cls)
     if "params" in spec:
         unknown = [key for key in spec if key not in _OUTER]
         params = spec["params"]
         if not isinstance(params, Mapping):
             raise _errors.type_error(op, "params", "a dict", params)
     else:
-        unknown = [key for key in spec if key not in _OUTER + _REQUIRED + _OPTIONAL]
+        unknown = [key for key in spec if key not in _OUTER + required + optional]
         params = {key: value for key, value in spec.items() if key not in _OUTER}
-    unknown += [key for key in params if key not in _REQUIRED + _OPTIONAL]
+    unknown += [key for key in params if key not in required + optional]
     if unknown:
         key = unknown[0]
+        if any(key in sum(_config_keys(other), ()) for other in BUFFER_TYPES.values()):
+            raise ValueError(f"For '{op}', the key '{key}' does not apply to {cls.__name__}, which takes "
+                             f"{', '.join(repr(option) for option in optional)}.")
         raise ValueError(f"For '{op}', unknown key '{key}'"
-                         f"{_errors.did_you_mean(key, _OUTER + _REQUIRED + _OPTIONAL)}")
-    if "type" not in spec:
-        raise ValueError(f"For '{op}', the key 'type' is missing: expected a buffer class or one "
-                         f"of {sorted(BUFFER_TYPES)}.")
-    cls = _buffer_type(spec["type"])
-    accepted = getattr(cls, "config_options", _REPLAY_BUFFER_OPTIONS)
-    refused = [key for key in params if key in _OPTIONAL and key not in accepted]
-    if refused:
-        raise ValueError(f"For '{op}', the key '{refused[0]}' does not apply to {cls.__name__}, which takes "
-                         f"{', '.join(repr(key) for key in accepted)}.")
+                         f"{_errors.did_you_mean(key, _OUTER + required + optional)}")
     number = check_size(op, "number", spec.get("number", 1))
-    for key in _REQUIRED:
+    for key in required:
         if key not in params:
             raise ValueError(f"For '{op}', the key '{key}' is missing.")
     kwargs = dict(params)
     kwargs["capacity"] = check_size(op, "capacity", params["capacity"])
     kwargs["sample_size"] = check_size(op, "sample_size", params["sample_size"])
+    if "alpha" in kwargs:
+        kwargs["alpha"] = check_exponent(op, "alpha", params["alpha"])
     if not kwargs.get("replace", True) and kwargs["sample_size"] > kwargs["capacity"]:
         raise ValueError(f"For '{op}' without replacement, 'sample_size' ({kwargs['sample_size']}) "
                          f"must not exceed 'capacity' ({kwargs['capacity']}).")
@@ -143,13 +155,17 @@ def create_buffer(spec: Mapping[str, Any]) -> nn.Cell:
         >>> len(create_buffer({'number': 2, 'type': 'ReplayBuffer', 'params': {'capacity': 10,
         ...     'data_shape': [(1,)], 'data_type': ['float32'], 'sample_size': 4}}))
         2
+        >>> prb = create_buffer({'type': 'PriorityReplayBuffer', 'alpha': 0.6, 'capacity': 100,
+        ...                      'data_shape': [(4,)], 'data_type': ['float32'], 'sample_size': 8})
+        >>> type(prb).__name__, prb.alpha, prb.capacity, prb.sample_size
+        ('PriorityReplayBuffer', 0.6, 100, 8)
     """
     cls, number, kwargs = buffer_arguments(spec)
-    args = (kwargs.pop("sample_size"), kwargs.pop("capacity"), kwargs.pop("data_shape"),
-            kwargs.pop("data_type"))
+    # By name: the buffer types order their positional arguments differently.
+    kwargs = {_CONSTRUCTOR_NAMES.get(key, key): value for key, value in kwargs.items()}
     if number == 1:
-        return cls(*args, **kwargs)
-    return nn.CellList([cls(*args, **kwargs) for _ in range(number)])
+        return cls(**kwargs)
+    return nn.CellList([cls(**kwargs) for _ in range(number)])
 
 
 def _unknown_mindspore_attribute(path: Path, attribute: str) -> str:

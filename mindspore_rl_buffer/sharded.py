@@ -174,8 +174,6 @@ class ShardedReplayBuffer(BufferCell):
     """
 
     _LIST_NAMED = ("insert",)
-    # Optional keys of a config entry (see ``create_buffer``).
-    config_options = ("ordered", "seed", "names", "sampling")
 
     def __init__(
         self,

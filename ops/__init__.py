@@ -26,7 +26,30 @@ cursors for the caller to assign. All other operators only read.
 The operators of a buffer sharded over the ranks of a distributed job (``locate``,
 ``draw_global``, ``sample_global``, ...) live in :mod:`mindspore_rl_buffer.ops.sharded`,
 whose docstring extends this contract to the union of the shards.
+Prioritized replay (``ops.priority``) keeps a sum tree and a min tree over the slots of a
+ring; reservoir sampling (``ops.reservoir``) fills the slots ``[0, count)`` with ``head``
+fixed at 0. Both cite this contract; their ``sample`` and ``insert`` are exported here as
+``priority_sample`` and ``reservoir_insert``. Repeated indexes in one write are resolved by
+``ops.dedupe`` (the last occurrence wins), never left to the scatter's order.
 """
+from mindspore_rl_buffer.ops import dedupe, priority, reservoir
+from mindspore_rl_buffer.ops.dedupe import last_occurrence
+from mindspore_rl_buffer.ops.priority import (
+    PRIORITY_FLOOR,
+    empty_trees,
+    find_prefix,
+    find_slots,
+    insert_priorities,
+    leaf_values,
+    set_leaves,
+    tree_size,
+    tree_writes,
+    update_priorities,
+    winning_values,
+)
+from mindspore_rl_buffer.ops.priority import sample as priority_sample
+from mindspore_rl_buffer.ops.reservoir import draw_slots, plan_writes
+from mindspore_rl_buffer.ops.reservoir import insert as reservoir_insert
 from mindspore_rl_buffer.ops.ring import (
     gather_ordered,
     get_item,
@@ -49,20 +72,39 @@ from mindspore_rl_buffer.ops.sharded import (
 )
 
 __all__ = [
+    "PRIORITY_FLOOR",
     "combine_rows",
+    "dedupe",
     "draw_global",
+    "draw_slots",
+    "empty_trees",
+    "find_prefix",
+    "find_slots",
     "gather_counts",
     "gather_ordered",
     "gather_owned",
     "get_item",
     "insert",
+    "insert_priorities",
     "insert_rows",
+    "last_occurrence",
+    "leaf_values",
     "locate",
     "logical_to_physical",
     "physical_to_logical",
+    "plan_writes",
+    "priority",
+    "priority_sample",
+    "reservoir",
+    "reservoir_insert",
     "sample",
     "sample_global",
     "sample_indices",
     "sample_windows",
+    "set_leaves",
     "share_from_root",
+    "tree_size",
+    "tree_writes",
+    "update_priorities",
+    "winning_values",
 ]

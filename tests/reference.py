@@ -65,3 +65,77 @@ def decode(state, action, reward) -> np.ndarray:
     assert np.array_equal(state[..., 0], ids) and np.array_equal(state[..., 1], -ids), "torn row"
     assert np.array_equal(reward[..., 0], (ids / 2).astype(np.float32)), "torn row"
     return ids
+
+
+class PriorityModel(RingModel):
+    """The ring plus one float64 priority per physical slot, from the paper's definitions.
+
+    New items get the largest priority stored so far (1 at first); priorities are clamped
+    below at ``floor``; of repeated indexes in one update the last wins; sampling
+    probabilities are ``p ** alpha / sum(p ** alpha)`` over the stored slots ``[0, count)``.
+    """
+
+    def __init__(self, alpha: float, capacity: int, shapes, dtypes, floor: float = 1e-8) -> None:
+        super().__init__(capacity, shapes, dtypes)
+        self.alpha, self.floor = alpha, floor
+        self.priorities = np.zeros(capacity)
+        self.max_priority = 1.0
+
+    def insert(self, batch) -> None:
+        for j in range(len(batch[0])):
+            row = (self.head + self.count) % self.capacity
+            super().insert([column[j:j + 1] for column in batch])
+            self.priorities[row] = self.max_priority
+
+    def update(self, indices, priorities) -> None:
+        written = {}
+        for index, priority in zip(indices, priorities):
+            written[int(index)] = max(float(priority), self.floor)
+        for index, priority in written.items():
+            self.priorities[index] = priority
+        self.max_priority = max([self.max_priority, *written.values()])
+
+    def leaves(self) -> np.ndarray:
+        """``p ** alpha`` for stored slots, 0 for the others."""
+        stored = np.arange(self.capacity) < self.count
+        return np.where(stored, self.priorities ** self.alpha, 0.0)
+
+    def probabilities(self) -> np.ndarray:
+        leaves = self.leaves()
+        return leaves / leaves.sum()
+
+    def weights(self, slots, beta: float) -> np.ndarray:
+        """``(N * P(i)) ** -beta`` over its maximum across the stored items, for each slot."""
+        probabilities = self.probabilities()[: self.count]
+        return (self.count * probabilities[slots]) ** -beta / (self.count * probabilities.min()) ** -beta
+
+    def reset(self) -> None:
+        super().reset()
+        self.priorities[:] = 0.0
+        self.max_priority = 1.0
+
+
+class ReservoirModel:
+    """Vitter's algorithm R, one item at a time, with numpy's random generator."""
+
+    def __init__(self, capacity: int, rng: np.random.Generator) -> None:
+        self.capacity, self.rng = capacity, rng
+        self.items = np.full(capacity, -1)
+        self.seen = 0
+
+    def offer(self, item: int) -> None:
+        self.seen += 1
+        if self.seen <= self.capacity:
+            self.items[self.seen - 1] = item
+        else:
+            slot = self.rng.integers(self.seen)
+            if slot < self.capacity:
+                self.items[slot] = item
+
+
+def apply_in_order(old: np.ndarray, rows, values, order) -> np.ndarray:
+    """A scatter that applies its writes in ``order`` (to mimic any order a device takes)."""
+    result = old.copy()
+    for j in order:
+        result[rows[j]] = values[j]
+    return result

@@ -1,0 +1,120 @@
+"""ReservoirReplayBuffer: a uniform sample of everything ever inserted (algorithm R), on the device."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import mindspore as ms
+from mindspore import Parameter, Tensor, ops
+
+from mindspore_rl_buffer.ops import reservoir
+from mindspore_rl_buffer.replay_buffer import ReplayBuffer, _check_batch_graph
+
+
+class ReservoirReplayBuffer(ReplayBuffer):
+    """A reservoir: after any number of inserts, a uniform sample of all items ever inserted.
+
+    Vitter's algorithm R: the first ``capacity`` items fill the slots in order; after that,
+    the ``k``-th item inserted replaces a uniformly chosen slot with probability
+    ``capacity / k`` and is dropped otherwise, so each of the ``seen`` items inserted so far
+    is stored with probability ``capacity / seen``. A batch follows the same law item by
+    item (of several items of one batch drawn into the same slot, the later one stays).
+    Used for average-policy learning such as Deep CFR.
+
+    State: the columns, ``count`` (``min(seen, capacity)``), ``head`` (always 0) and the
+    int64 ``seen``. The stored items are the slots ``[0, size())``; :meth:`get_item` takes
+    a slot (not an age: a reservoir keeps no order once full) and :meth:`sample` draws
+    uniformly from the stored items, with replacement (``ordered=True`` sorts by slot).
+    :meth:`reset` empties the buffer and restarts ``seen`` at 0, so a new stream starts
+    fresh.
+
+    Args:
+        capacity (int): Items the reservoir holds.
+        sample_size (int): Items per :meth:`sample`.
+        shapes (list[tuple[int]]): The shape of one item, per column.
+        types (list[mindspore.dtype]): The dtype per column.
+        seed (int): Seed of the random operators of :meth:`insert` and :meth:`sample`;
+            ``None`` follows ``mindspore.set_seed``. Default: ``None``.
+        names (list[str]): Column names. Default: ``None`` (``column_0``, ...).
+
+    Raises:
+        TypeError: If a size is not an int, or ``shapes``/``types`` is not a list.
+        ValueError: If a size is not positive, ``shapes`` and ``types`` differ in length,
+            or a dtype is unknown.
+
+    Supported Platforms:
+        ``GPU`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore_rl_buffer import ReservoirReplayBuffer
+        >>> rrb = ReservoirReplayBuffer(3, 2, [()], [ms.int32])
+        >>> rrb.insert([np.arange(100, dtype=np.int32)])
+        >>> int(rrb.size()), int(rrb.seen), bool(rrb.full())
+        (3, 100, True)
+        >>> [x.shape for x in rrb.sample()]
+        [(2,)]
+        >>> _ = rrb.reset()
+        >>> rrb.insert([np.arange(7, 9, dtype=np.int32)])
+        >>> rrb.get_item(np.array([0, 1], np.int32))[0].asnumpy().tolist(), int(rrb.seen)
+        ([7, 8], 2)
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        sample_size: int,
+        shapes: Sequence[Any],
+        types: Sequence[Any],
+        *,
+        seed: int | None = None,
+        names: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(sample_size, capacity, shapes, types, seed=seed, names=names)
+        self.seen = Parameter(Tensor(0, ms.int64), name="seen", requires_grad=False)
+
+    def insert(self, transition):
+        """Offer one item or a batch of items to the reservoir (algorithm R, item by item).
+
+        While fewer than ``capacity`` items were seen, items fill the next slots in order;
+        after that, the ``k``-th item replaces a uniformly chosen slot with probability
+        ``capacity / k``. Inside a ``construct`` write ``_ = self.buffer.insert(...)``
+        (see :meth:`ReplayBuffer.insert`).
+
+        Args:
+            transition (Union[list[Tensor], tuple[Tensor]]): One tensor (or numpy array, for
+                direct calls) per column: of the column's shape for one item, or with a
+                leading batch dimension ``n`` (0 is allowed, and ``n`` may exceed
+                ``capacity``). Dtypes must match the columns.
+
+        Returns:
+            None when called directly; the buffer itself inside a graph.
+
+        Raises:
+            TypeError: If ``transition`` is not a list or tuple, or a column is not a tensor.
+            ValueError: If the number of columns, a shape or a dtype does not match; the
+                buffer is left unchanged.
+        """
+        return super().insert(transition)
+
+    def _write(self, transition):
+        batch_size, single = _check_batch_graph(
+            "insert", self._names, self._shapes, self._dtypes, len(transition),
+            [x.shape for x in transition], [x.dtype for x in transition])
+        batch = [ops.expand_dims(x, 0) for x in transition] if single else transition
+        if batch_size > 0:
+            seen, count = reservoir.insert(self.columns, self.seen, batch, self._seed)
+            ops.assign(self.seen, seen)
+            ops.assign(self.count, count)
+        return batch_size
+
+    def _reset_graph(self):
+        ops.assign(self.seen, ops.zeros_like(self.seen))
+        ops.assign(self.head, ops.zeros_like(self.head))
+        ops.assign(self.count, ops.zeros_like(self.count))
+        return self.count
+
+    def extend_repr(self) -> str:
+        columns = ", ".join(f"{s.name}: {s.shape} {s.dtype}" for s in self._specs)
+        return f"sample_size={self._sample_size}, capacity={self._capacity}, columns=[{columns}]"
