@@ -8,6 +8,8 @@ are not flattered.
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -126,8 +128,17 @@ def scaling(capacities: list[int], batch_sizes: list[int], repeats: int) -> dict
     return result
 
 
+_IMPORT_BASELINE = (
+    "import psutil, mindspore, mindspore_rl_buffer\n"
+    "print(psutil.Process().memory_info().rss)\n"
+)
+
+
 def memory(capacity: int) -> dict[str, float]:
-    """Resident memory after prefill against the raw bytes, and growth over many calls."""
+    """Resident memory after prefill against the raw bytes plus a fresh process's import baseline,
+    and growth over many calls."""
+    baseline = int(subprocess.run([sys.executable, "-c", _IMPORT_BASELINE], capture_output=True, text=True,
+                                  check=True).stdout.split()[-1])
     gc.collect()
     before = rss()
     rb = prefilled(capacity, W3_SHAPES, W3_TYPES, 32, chunk=1024)
@@ -142,7 +153,7 @@ def memory(capacity: int) -> dict[str, float]:
     for _ in range(2000):
         rb.insert(one)
         rb.sample()
-    return {"raw_bytes": raw, "prefill_bytes": after - before, "import_baseline_bytes": before,
+    return {"raw_bytes": raw, "prefill_bytes": after - before, "import_baseline_bytes": baseline,
             "growth_over_2000_calls": rss() - settled}
 
 
@@ -176,8 +187,8 @@ def report(direct: dict[str, float], atari: dict[str, float], mem: dict[str, flo
                   f"{atari[f'take_{n}_gbps']:.2f}", f"{atari[f'sample_{n}_gbps'] / atari[f'take_{n}_gbps']:.2f}x"]
                  for n in (32, 256)]
     lines.append(table(bandwidth, ["W3", "median us", "GB/s", "numpy.take GB/s", "ratio"]))
-    lines.append(f"memory: raw data {mib(mem['raw_bytes'])}, resident growth at prefill "
-                 f"{mib(mem['prefill_bytes'])} ({mem['prefill_bytes'] / mem['raw_bytes']:.3f}x), import baseline "
-                 f"{mib(mem['import_baseline_bytes'])}, growth over 2000 insert+sample calls "
-                 f"{mib(mem['growth_over_2000_calls'])}")
+    lines.append(f"memory (W3 prefilled): raw data {mib(mem['raw_bytes'])}; resident growth at prefill "
+                 f"{mib(mem['prefill_bytes'])} ({mem['prefill_bytes'] / mem['raw_bytes']:.3f}x the data); "
+                 f"import baseline of a fresh process {mib(mem['import_baseline_bytes'])}; growth over 2000 "
+                 f"insert+sample calls {mib(mem['growth_over_2000_calls'])}")
     return "\n\n".join(lines)

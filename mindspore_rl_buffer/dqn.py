@@ -30,7 +30,9 @@ from mindspore import Parameter, ParameterTuple, Tensor, jit, nn, ops
 
 from mindspore_rl_buffer.cartpole import NUM_ACTIONS, OBSERVATION_SIZE, CartPole
 from mindspore_rl_buffer.config import create_buffer
+from mindspore_rl_buffer.py_uniform import ring_insert
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
+from mindspore_rl_buffer.specs import numpy_dtype
 
 _SECTIONS = ("replay_buffer", "learner", "policy", "environment", "trainer")
 
@@ -338,7 +340,7 @@ class NumpyReplayBuffer:
 
     def __init__(self, sample_size: int, capacity: int, shapes: Sequence[Any], types: Sequence[Any],
                  seed: int | None = None):
-        dtypes = [ms.dtype_to_nptype(t) if isinstance(t, ms.dtype.Type) else np.dtype(t) for t in types]
+        dtypes = [numpy_dtype(t) if isinstance(t, ms.dtype.Type) else np.dtype(t) for t in types]
         self.columns = [np.zeros((capacity, *shape), dtype) for shape, dtype in zip(shapes, dtypes)]
         self.sample_size = sample_size
         self.capacity = capacity
@@ -348,14 +350,7 @@ class NumpyReplayBuffer:
 
     def insert(self, batch: Sequence[np.ndarray]) -> None:
         """Append a batch (leading dimension ``n`` on every column)."""
-        n = len(batch[0])
-        kept = min(n, self.capacity)
-        rows = (self.head + self.count + (n - kept) + np.arange(kept)) % self.capacity
-        for column, values in zip(self.columns, batch):
-            column[rows] = values[n - kept:]
-        total = self.count + n
-        self.count = min(total, self.capacity)
-        self.head = (self.head + total - self.count) % self.capacity
+        self.head, self.count = ring_insert(self.columns, self.head, self.count, list(batch))
 
     def sample(self) -> tuple[np.ndarray, ...]:
         """Draw ``sample_size`` stored items uniformly with replacement."""

@@ -11,6 +11,19 @@ from mindspore_rl_buffer.specs import numpy_dtype
 from mindspore_rl_buffer.trajectory import BufferInfo, TFAgentsAPI, check_sample_args, check_stored
 
 
+def ring_insert(columns: list[np.ndarray], head: int, count: int, batch: list[np.ndarray]) -> tuple[int, int]:
+    """Append ``batch`` (leading dimension ``n``) to numpy ``columns`` in place: the numpy twin of
+    :func:`mindspore_rl_buffer.ops.insert`, under the same cursor contract. Returns the new cursors."""
+    capacity, n = len(columns[0]), len(batch[0])
+    kept = min(n, capacity)
+    rows = (head + count + (n - kept) + np.arange(kept)) % capacity
+    for column, values in zip(columns, batch):
+        column[rows] = values[n - kept:]
+    total = count + n
+    new_count = min(total, capacity)
+    return (head + total - new_count) % capacity, new_count
+
+
 class PyUniformReplayBuffer(TFAgentsAPI):
     """TF-Agents' ``PyUniformReplayBuffer``: a flat ring of ``capacity`` items in numpy arrays.
 
@@ -66,14 +79,7 @@ class PyUniformReplayBuffer(TFAgentsAPI):
                 the leaf path; nothing is written.
         """
         leaves = [leaf.asnumpy() for leaf in self._flat.flatten("add_batch", items, (None,))]
-        n = leaves[0].shape[0]
-        kept = min(n, self._capacity)
-        rows = (self._head + self._count + (n - kept) + np.arange(kept)) % self._capacity
-        for column, leaf in zip(self._columns, leaves):
-            column[rows] = leaf[n - kept:]
-        total = self._count + n
-        self._count = min(total, self._capacity)
-        self._head = (self._head + total - self._count) % self._capacity
+        self._head, self._count = ring_insert(self._columns, self._head, self._count, leaves)
 
     def get_next(self, sample_batch_size: int | None = None, num_steps: int | None = None,
                  time_stacked: bool = True) -> tuple[Any, BufferInfo]:

@@ -26,6 +26,7 @@ from scipy.stats import chisquare
 
 from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, create_buffer
 from mindspore_rl_buffer.sharded import shard_capacities, shard_path
+from mindspore_rl_buffer.specs import numpy_dtype
 from tests.reference import DTYPES, SHAPES, RingModel, decode, encoded_batch
 from tests.test_replay_buffer import MS_DTYPES, NAMES, SEQUENCE
 
@@ -156,7 +157,7 @@ def test_rows_travel_in_32_bit_words_exactly(dtype, values):
     def run(x, block, words):
         return sharded_ops.decode_words(sharded_ops.encode_words(x, block, words), words, x.dtype)
 
-    value = np.asarray([values], ms.dtype_to_nptype(dtype))
+    value = np.asarray([values], numpy_dtype(dtype))
     block = 0 if dtype in (ms.float16, ms.float32) else 1
     words = 2 if dtype in (ms.int64, ms.uint32) else 1
     got = run(Tensor(value), block, words).asnumpy()
