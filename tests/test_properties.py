@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mindspore import Tensor
 
 from mindspore_rl_buffer import PyUniformReplayBuffer, TrajectoryReplayBuffer
-from tests.reference import DTYPES, SHAPES, RingModel, decode, encoded_batch
+from tests.reference import DTYPES, SHAPES, PriorityModel, RingModel, decode, encoded_batch
 from tests.test_replay_buffer import make, state_of
 from tests.test_tf_agents import SPEC1, SegmentModel, step_values
 
@@ -135,3 +136,117 @@ def test_trajectory_buffers_never_disagree_with_the_model(operations):
                 rb.load(CHECKPOINT)
         np.testing.assert_array_equal(device.gather_all()["value"].asnumpy(), segments.stored().reshape(2, -1))
         np.testing.assert_array_equal(host.gather_all()["value"], items.stored().reshape(1, -1))
+
+
+PRIORITY_OPERATIONS = st.lists(st.one_of(
+    st.tuples(st.just("insert"), st.sampled_from([1, 2, 3, 6, 11])),
+    st.tuples(st.just("update"), st.lists(st.tuples(st.integers(0, 4), st.floats(0.0, 5.0)), min_size=1, max_size=4)),
+    st.tuples(st.just("sample"), st.sampled_from([0.0, 0.4, 1.0])),
+    st.tuples(st.just("reset"), st.none()),
+    st.tuples(st.just("save_load"), st.none()),
+), min_size=1, max_size=10)
+
+
+@SETTINGS
+@given(PRIORITY_OPERATIONS)
+def test_priority_buffer_never_disagrees_with_the_model(operations):
+    from mindspore_rl_buffer.ops import tree_size
+
+    from mindspore_rl_buffer import PriorityReplayBuffer
+
+    ms.set_context(mode=ms.GRAPH_MODE)
+    types = [ms.float32, ms.int32, ms.float32]
+    prb = buffer("priority", lambda: PriorityReplayBuffer(0.7, 5, 16, SHAPES, types))
+    model, start = PriorityModel(0.7, 5, SHAPES, DTYPES), 0
+    prb.reset()
+    for name, arg in operations:
+        if name == "insert":
+            prb.insert(encoded_batch(start, arg))
+            model.insert(encoded_batch(start, arg))
+            start += arg
+        elif name == "update":
+            slots = [slot for slot, _ in arg if slot < model.count]
+            if slots:
+                priorities = np.array([p for slot, p in arg if slot < model.count], np.float32)
+                prb.update_priorities(Tensor(np.array(slots, np.int32)), Tensor(priorities))
+                model.update(slots, priorities)
+        elif name == "sample":
+            if model.count == 0:
+                with pytest.raises(ValueError, match="empty"):
+                    prb.sample(arg)
+                continue
+            indices, weights, transitions = prb.sample(arg)
+            slots = indices.asnumpy()
+            assert ((slots >= 0) & (slots < model.count)).all() and (model.leaves()[slots] > 0).all()
+            np.testing.assert_array_equal(decode(*transitions), model.columns[1][slots])
+            np.testing.assert_allclose(weights.asnumpy(), model.weights(slots, arg), rtol=1e-4)
+        elif name == "reset":
+            prb.reset()
+            model.reset()
+        else:
+            prb.save(CHECKPOINT)
+            prb.insert(encoded_batch(10_000, 2))
+            prb.load(CHECKPOINT)
+        assert (int(prb.head), int(prb.count)) == (model.head, model.count)
+        leaves = prb.sum_tree.asnumpy()[tree_size(5):tree_size(5) + 5]
+        np.testing.assert_allclose(leaves[: model.count], model.leaves()[: model.count], rtol=1e-5)
+        stored = [model.row(i) for i in range(model.count)]
+        np.testing.assert_array_equal(prb.columns[1].asnumpy()[stored], model.columns[1][stored])
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from([1, 2, 3, 5, 9, "reset", "save_load"]), min_size=1, max_size=10))
+def test_reservoir_buffer_keeps_algorithm_r_invariants(operations):
+    from mindspore_rl_buffer import ReservoirReplayBuffer
+
+    ms.set_context(mode=ms.GRAPH_MODE)
+    rrb = buffer("reservoir", lambda: ReservoirReplayBuffer(4, 3, SHAPES, [ms.float32, ms.int32, ms.float32]))
+    rrb.reset()
+    seen, inserted = 0, []
+    for operation in operations:
+        if operation == "reset":
+            rrb.reset()
+            seen, inserted = 0, []
+        elif operation == "save_load":
+            rrb.save(CHECKPOINT)
+            rrb.insert(encoded_batch(10_000, 3))
+            rrb.load(CHECKPOINT)
+        else:
+            rrb.insert(encoded_batch(1000 * seen, operation))
+            inserted += list(range(1000 * seen, 1000 * seen + operation))
+            seen += operation
+        assert (int(rrb.seen), int(rrb.size()), int(rrb.head)) == (seen, min(seen, 4), 0)
+        if seen:
+            stored = decode(*rrb.get_item(Tensor(np.arange(min(seen, 4), dtype=np.int32))))
+            assert len(set(stored)) == len(stored) and set(stored) <= set(inserted)  # intact, distinct, real
+            if seen <= 4:
+                np.testing.assert_array_equal(stored, inserted)  # before full, every item, in order
+
+
+@SETTINGS
+@given(OPERATIONS)
+def test_a_single_process_sharded_buffer_is_a_replay_buffer(operations):
+    from mindspore_rl_buffer import ShardedReplayBuffer
+
+    ms.set_context(mode=ms.GRAPH_MODE)
+    sharded = buffer("sharded", lambda: ShardedReplayBuffer(6, 5, SHAPES, [ms.float32, ms.int32, ms.float32],
+                                                           names=["state", "action", "reward"]))
+    model, start = RingModel(5, SHAPES, DTYPES), 0
+    sharded.reset()
+    for name, arg in operations:
+        if name == "insert":
+            n = 1 if arg == -1 else arg
+            sharded.insert(encoded_batch(start, n, single=arg == -1))
+            model.insert(encoded_batch(start, n))
+            start += n
+        elif name == "sample" and model.count:
+            ids = decode(*sharded.sample(ordered=arg))
+            assert set(ids) <= {int(model.item(i)[1]) for i in range(model.count)}
+        elif name == "reset":
+            sharded.reset()
+            model.reset()
+        assert (int(sharded.size()), int(sharded.local_size())) == (model.count, model.count)
+        storage = sharded.storage
+        assert (int(storage.head), int(storage.count)) == (model.head, model.count)
+        stored = [model.row(i) for i in range(model.count)]
+        np.testing.assert_array_equal(storage.columns[1].asnumpy()[stored], model.columns[1][stored])
