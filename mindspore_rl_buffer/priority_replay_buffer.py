@@ -12,7 +12,7 @@ from mindspore import Parameter, Tensor, jit, ops
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import in_graph
 from mindspore_rl_buffer.ops import priority, ring
-from mindspore_rl_buffer.replay_buffer import _INT_DTYPES, ReplayBuffer, _check_batch_graph
+from mindspore_rl_buffer.replay_buffer import _INT_DTYPES, ReplayBuffer
 
 _FLOAT_DTYPES = (ms.float16, ms.bfloat16, ms.float32, ms.float64)
 
@@ -133,10 +133,7 @@ class PriorityReplayBuffer(ReplayBuffer):
 
     # ------------------------------------------------------------------------- insert
     def _write(self, transition):
-        batch_size, single = _check_batch_graph(
-            "insert", self._names, self._shapes, self._dtypes, len(transition),
-            [x.shape for x in transition], [x.dtype for x in transition])
-        batch = [ops.expand_dims(x, 0) for x in transition] if single else transition
+        batch_size, batch = self._batch(transition)
         if batch_size > 0:
             # The rows ring.insert writes, and the same cursors it returns.
             rows, head, count = ring.insert_rows(self.head, self.count, batch_size, self._capacity)

@@ -223,12 +223,17 @@ class ReplayBuffer(BufferCell):
                 self._insert_compiled(*tensors)
         return None
 
-    def _write(self, transition):
+    def _batch(self, transition):
+        """``(batch_size, batch)``: the transition with a leading dimension on every column,
+        checked against the columns when the graph is compiled."""
         batch_size, single = _check_batch_graph(
             "insert", self._names, self._shapes, self._dtypes, len(transition),
             [x.shape for x in transition], [x.dtype for x in transition])
         # `single` is a compile-time constant: only one branch reaches the graph.
-        batch = [ops.expand_dims(x, 0) for x in transition] if single else transition
+        return batch_size, [ops.expand_dims(x, 0) for x in transition] if single else transition
+
+    def _write(self, transition):
+        batch_size, batch = self._batch(transition)
         if batch_size > 0:
             head, count = ring.insert(self.columns, self.head, self.count, batch)
             ops.assign(self.head, head)

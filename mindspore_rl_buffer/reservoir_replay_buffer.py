@@ -8,7 +8,7 @@ import mindspore as ms
 from mindspore import Parameter, Tensor, ops
 
 from mindspore_rl_buffer.ops import reservoir
-from mindspore_rl_buffer.replay_buffer import ReplayBuffer, _check_batch_graph
+from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 
 
 class ReservoirReplayBuffer(ReplayBuffer):
@@ -99,10 +99,7 @@ class ReservoirReplayBuffer(ReplayBuffer):
         return super().insert(transition)
 
     def _write(self, transition):
-        batch_size, single = _check_batch_graph(
-            "insert", self._names, self._shapes, self._dtypes, len(transition),
-            [x.shape for x in transition], [x.dtype for x in transition])
-        batch = [ops.expand_dims(x, 0) for x in transition] if single else transition
+        batch_size, batch = self._batch(transition)
         if batch_size > 0:
             seen, count = reservoir.insert(self.columns, self.seen, batch, self._seed)
             ops.assign(self.seen, seen)
