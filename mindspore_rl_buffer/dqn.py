@@ -285,12 +285,17 @@ class Update(nn.Cell):
         Tensor, float32 scalar: the loss before the update.
     """
 
-    def __init__(self, loss_net: DQNLoss, optimizer: nn.Optimizer, target_sync_period: int):
+    def __init__(self, loss_net: DQNLoss, optimizer: nn.Optimizer, target_sync_period: int,
+                 data_parallel_degree: int = 1):
         super().__init__()
         self.loss_net = loss_net
         self.optimizer = optimizer
         self.weights = optimizer.parameters
         self.grad = ops.GradOperation(get_by_list=True)
+        # Data-parallel learners (a ShardedReplayBuffer over msrun ranks) average their gradients.
+        self.reduce = int(data_parallel_degree) > 1
+        if self.reduce:
+            self.reducer = nn.DistributedGradReducer(self.weights, mean=True, degree=int(data_parallel_degree))
         self.online = ParameterTuple(loss_net.q_net.get_parameters())
         self.target = ParameterTuple(loss_net.target_net.get_parameters())
         self.target_sync_period = int(target_sync_period)
@@ -299,6 +304,8 @@ class Update(nn.Cell):
     def construct(self, state, action, reward, next_state, terminated):
         loss = self.loss_net(state, action, reward, next_state, terminated)
         grads = self.grad(self.loss_net, self.weights)(state, action, reward, next_state, terminated)
+        if self.reduce:
+            grads = self.reducer(grads)
         loss = ops.depend(loss, self.optimizer(grads))
         steps = ops.depend(self.learn_steps + 1, loss)
         ops.assign(self.learn_steps, steps)
@@ -576,12 +583,15 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
     optimizer = nn.Adam(q_net.trainable_params(), learning_rate=float(learner["learning_rate"]))
     loss_net = DQNLoss(q_net, target_net, learner["gamma"], learner.get("double_dqn", True),
                        learner.get("huber_delta", 1.0))
-    update = Update(loss_net, optimizer, learner["target_sync_period"])
+    # A ShardedReplayBuffer entry makes this a data-parallel learner on every msrun rank: the
+    # same initial weights (same seed), averaged gradients, and each rank's own environments.
+    buffer = create_buffer(buffer_cfg) if buffer_kind == "device" else None
+    world_size, rank = getattr(buffer, "world_size", 1), getattr(buffer, "rank", 0)
+    update = Update(loss_net, optimizer, learner["target_sync_period"], world_size)
     policy = EpsilonGreedy(q_net, policy_cfg["epsilon_start"], policy_cfg["epsilon_end"],
                            policy_cfg["epsilon_decay_steps"])
 
-    if buffer_kind == "device":
-        buffer: ReplayBuffer | NumpyReplayBuffer = create_buffer(buffer_cfg)
+    if buffer is not None:
         learn_step = LearnStep(buffer, update)
         learn = learn_step
     else:
@@ -592,7 +602,7 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
             return update(*(Tensor(column) for column in buffer.sample()))
 
     if env_kind == "mindspore":
-        act = ActStep(policy, CartPole(num_envs, max_episode_steps))
+        act = ActStep(policy, CartPole(num_envs, max_episode_steps, seed=None if world_size == 1 else 1000 + rank))
         if buffer_kind == "device":
             collector: Any = _DeviceCollector(act, buffer)
         else:
@@ -710,6 +720,8 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
     result.steps_per_second = result.env_steps / max(result.wall_time, 1e-9)
     if out_dir is not None:
         out = Path(out_dir)
+        if getattr(agent.buffer, "world_size", 1) > 1:  # data-parallel: one output folder per rank
+            out = out / f"rank{agent.buffer.rank}"
         out.mkdir(parents=True, exist_ok=True)
         result.checkpoint_path = out / "dqn_cartpole.ckpt"
         ms.save_checkpoint(agent.q_net, str(result.checkpoint_path))

@@ -251,8 +251,8 @@ def _kill(pids: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def run_two_ranks(out: Path, timeout: float) -> int | None:
-    """Run tests/sharded_worker.py on 2 CPU ranks with msrun, within ``timeout`` seconds.
+def run_two_ranks(out: Path, timeout: float, script: Path = WORKER, args: list[str] | None = None) -> int | None:
+    """Run ``script`` (default tests/sharded_worker.py) on 2 CPU ranks with msrun, within ``timeout`` seconds.
 
     Returns msrun's exit code, or None if it was killed at the timeout. Whatever msrun
     started is killed afterwards, by process id, whichever way the job ended.
@@ -261,7 +261,8 @@ def run_two_ranks(out: Path, timeout: float) -> int | None:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("MS_", "RANK_"))}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"  # msrun starts workers with the first python
     command = [str(bin_dir / "msrun"), "--worker_num=2", "--local_worker_num=2", f"--master_port={_free_port()}",
-               f"--log_dir={out / 'logs'}", "--join=True", "--cluster_time_out=60", str(WORKER), str(out)]
+               f"--log_dir={out / 'logs'}", "--join=True", "--cluster_time_out=60", str(script),
+               *([str(out)] if args is None else args)]
     with open(out / "msrun.log", "wb") as log:
         job = subprocess.Popen(command, env=env, cwd=out, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True)
@@ -417,3 +418,21 @@ def test_load_refuses_a_checkpoint_of_another_world_size(two_ranks):
     with pytest.raises(ValueError, match="was saved by a job of 2 ranks, but this job has 1"):
         buffer.load(out / "ckpt" / "small.ckpt")
     assert state_of(buffer)[1:] == (0, 0)
+
+
+def test_the_main_job_trains_data_parallel_on_two_ranks(tmp_path):
+    """configs/dqn_data_parallel.py: each rank collects into its own shard from its own CartPoles
+    and the gradients are averaged, so both ranks end with identical Q-networks (without the
+    averaging their different data would make them differ)."""
+    root = Path(__file__).resolve().parents[1]
+    args = ["train", "--config", str(root / "configs" / "dqn_data_parallel.py"), "--no-progress",
+            "--max-steps", "1600", "--out", str(tmp_path / "out")]
+    code = run_two_ranks(tmp_path, JOB_TIMEOUT, script=root / "mindspore_rl_buffer" / "__main__.py", args=args)
+    logs = [path.read_text(errors="replace") for path in sorted((tmp_path / "logs").glob("worker_*.log"))]
+    assert code == 0, "\n".join(_without_chatter(log)[-2000:] for log in logs)
+    finals = [line for log in logs for line in log.splitlines() if line.startswith("final evaluation return")]
+    assert len(finals) == 2 and finals[0] == finals[1]
+    networks = [ms.load_checkpoint(str(tmp_path / "out" / f"rank{rank}" / "dqn_cartpole.ckpt")) for rank in range(2)]
+    assert networks[0].keys() == networks[1].keys() and networks[0]
+    for name in networks[0]:
+        np.testing.assert_array_equal(networks[0][name].asnumpy(), networks[1][name].asnumpy())
