@@ -85,10 +85,17 @@ def save_checkpoint(net: Any, path: str | os.PathLike) -> Path:
     params = [{"name": name, "data": value if isinstance(value, ms.Tensor) else ms.Tensor(value)}
               for name, value in state.items()]
     params.append({"name": RECORD, "data": ms.Tensor(np.frombuffer(record, np.uint8).copy())})
+    return write_atomically(params, path, file_format)
+
+
+def write_atomically(params: list[dict[str, Any]], path: Path, file_format: str = "ckpt",
+                     append_dict: dict[str, Any] | None = None) -> Path:
+    """``mindspore.save_checkpoint(params, ...)`` to a temporary file beside ``path``, fsynced and
+    renamed over ``path``: a crash mid-write leaves the previous file intact."""
     temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     try:
         with DIRECT_CALLS:
-            ms.save_checkpoint(params, str(temporary), format=file_format)
+            ms.save_checkpoint(params, str(temporary), format=file_format, append_dict=append_dict)
         with open(temporary, "rb") as written:
             os.fsync(written.fileno())
         os.replace(temporary, path)

@@ -22,6 +22,7 @@ from mindspore import Tensor, jit, nn, ops
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import DIRECT_CALLS, BufferCell, in_graph
+from mindspore_rl_buffer.checkpoint import write_atomically
 from mindspore_rl_buffer.ops import sharded as sharded_ops
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer, check_size
 from mindspore_rl_buffer.specs import TensorSpec
@@ -389,7 +390,8 @@ class ShardedReplayBuffer(BufferCell):
     def save(self, path: str | os.PathLike) -> str:
         """Write this rank's shard to its own file, ``<path>.rank<r>-of-<n>.ckpt``; no communication.
 
-        The file holds the shard's columns and cursors (``mindspore.save_checkpoint``) and the
+        Written atomically (temporary file, fsync, rename). The file holds the shard's columns
+        and cursors (``mindspore.save_checkpoint``) and the
         metadata :meth:`load` checks: world size, rank, capacities, column names, shapes
         and dtypes. Call it on every rank.
 
@@ -405,7 +407,8 @@ class ShardedReplayBuffer(BufferCell):
         storage = self.storage
         params = [{"name": f"column/{name}", "data": column} for name, column in zip(storage._names, storage.columns)]
         params += [{"name": "head", "data": storage.head}, {"name": "count", "data": storage.count}]
-        ms.save_checkpoint(params, file, append_dict={"metadata": json.dumps(self._metadata())})
+        # Atomic, like every buffer's save: a crash mid-write leaves the previous file intact.
+        write_atomically(params, Path(file), "ckpt", append_dict={"metadata": json.dumps(self._metadata())})
         return file
 
     def load(self, path: str | os.PathLike) -> None:
