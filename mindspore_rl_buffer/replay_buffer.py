@@ -312,7 +312,11 @@ class ReplayBuffer(BufferCell):
                 the run fails with ``RuntimeError: assert failed`` instead (MindSpore prints the
                 count), and that compiled graph cannot run again.
         """
-        return self.sample_with_indices(ordered)[1]
+        if in_graph():
+            return self.sample_with_indices(ordered)[1]
+        ordered = self._check_sample(ordered)
+        with DIRECT_CALLS:
+            return self._sample_items_compiled(ordered)
 
     def sample_with_indices(self, ordered=None):
         """Like :meth:`sample`, and also return the logical indexes of the items drawn.
@@ -326,6 +330,12 @@ class ReplayBuffer(BufferCell):
                 ordered = self._ordered
             return ring.sample(self.columns, self.head, self.count, self._sample_size, ordered,
                                self._replace, self._seed, True)
+        ordered = self._check_sample(ordered)
+        with DIRECT_CALLS:
+            return self._sample_compiled(ordered)
+
+    def _check_sample(self, ordered: bool | None) -> bool:
+        """Host checks of a direct sample; return the ``ordered`` flag to use."""
         op = "sample"
         if ordered is None:
             ordered = self._ordered
@@ -336,13 +346,18 @@ class ReplayBuffer(BufferCell):
             raise _errors.empty_error(op)
         if not self._replace and self._sample_size > size:
             raise _errors.not_enough_error(op, self._sample_size, size)
-        with DIRECT_CALLS:
-            return self._sample_compiled(ordered)
+        return ordered
 
     @jit
     def _sample_compiled(self, ordered):
         return ring.sample(self.columns, self.head, self.count, self._sample_size, ordered,
                            self._replace, self._seed, False)
+
+    @jit
+    def _sample_items_compiled(self, ordered):
+        # Without the logical indexes among the outputs, their kernels are not compiled in.
+        return ring.sample(self.columns, self.head, self.count, self._sample_size, ordered,
+                           self._replace, self._seed, False)[1]
 
     # ------------------------------------------------------------- reset, size, full
     def reset(self):
