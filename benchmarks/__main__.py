@@ -12,7 +12,7 @@ from pathlib import Path
 
 import mindspore as ms
 
-from benchmarks import buffer_speed, learn_step
+from benchmarks import buffer_speed, launch_cost, learn_step
 from benchmarks.common import table
 
 
@@ -59,13 +59,16 @@ def main(argv: list[str] | None = None) -> dict:
     results["scaling_us"] = buffer_speed.scaling(sizes["capacities"], sizes["batches"], max(5, sizes["repeats"] // 4))
     results["memory"] = buffer_speed.memory(sizes["memory"])
     results["learn_step_us"] = learn_step.learn_step(sizes["w1"], max(8, sizes["repeats"] // 2))
+    results["launch_cost_us"] = launch_cost.launch_cost(sizes["repeats"], rows=sizes["w1"])
     print(buffer_speed.report(results["direct_us"], results["atari"], results["memory"]))
+    print()
+    print(launch_cost.report(results["launch_cost_us"]))
     step = results["learn_step_us"]
     print()
     print(table([["in the compiled graph (buffer.sample() inside)", f"{step['in_graph']:.0f}",
                   f"{step['speedup']:.2f}x"],
                  ["numpy-fed (host sample, convert, call the graph)", f"{step['numpy_fed']:.0f}", "1.00x"]],
-                ["DQN learn step, sample 64", "median us", "speed vs numpy-fed"]))
+                ["DQN learn step, sample 64", "median us", "speed vs numpy-fed (median of per-round ratios)"]))
     print()
     print(table([[name, f"{seconds:.2f}"] for name, seconds in results["compile_seconds"].items()],
                 ["first call (compile + run)", "seconds"]))

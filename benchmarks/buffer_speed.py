@@ -8,6 +8,8 @@ are not flattered.
 from __future__ import annotations
 
 import gc
+import itertools
+import statistics
 import subprocess
 import sys
 import time
@@ -17,7 +19,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, jit
 
-from benchmarks.common import W1_SHAPES, W3_SHAPES, median_seconds, mib, rss, table
+from benchmarks.common import W1_SHAPES, W3_SHAPES, in_rounds, median_seconds, mib, ratio, rss, table
 from mindspore_rl_buffer import ReplayBuffer
 from mindspore_rl_buffer._graph import DIRECT_CALLS, BufferCell, in_graph
 from mindspore_rl_buffer.specs import numpy_dtype
@@ -26,6 +28,7 @@ W1_TYPES = [ms.float32, ms.int32, ms.float32, ms.float32]
 W3_TYPES = [ms.uint8, ms.int32, ms.float32, ms.float32]
 # MindSpore RL 0.7's native-kernel buffer on this machine (MindSpore 2.7), from the issue.
 NATIVE_INSERT_US, NATIVE_SAMPLE64_US = 120.0, 170.0
+WRITER_BATCH = 32
 
 
 class Floor(BufferCell):
@@ -63,27 +66,60 @@ def _sync(result: Any) -> None:
         first.asnumpy()
 
 
-def direct_calls(capacity: int, repeats: int) -> dict[str, float]:
-    """W1 and W2 direct calls against the empty-call floor."""
+def direct_calls(capacity: int, repeats: int) -> dict[str, Any]:
+    """W1 and W2 direct calls against the empty-call floor, measured side by side in rounds."""
     rb = prefilled(capacity, W1_SHAPES, W1_TYPES, 64)
     floor, x = Floor(), Tensor(np.ones(1, np.float32))
     one, batch32 = transition(rb, None), transition(rb, 32)
     index = Tensor(np.arange(1, dtype=np.int32))
+    writer, one_host = rb.writer(WRITER_BATCH), [t.asnumpy() for t in one]
+
+    def writer_cycle() -> Tensor:
+        # One full stage: WRITER_BATCH host-side inserts and the batched insert they trigger.
+        for _ in range(WRITER_BATCH):
+            writer.insert(one_host)
+        return rb.count
+
     # insert returns nothing: wait for it by reading the count after the call.
-    figures = {
-        "floor": median_seconds(lambda: floor.call(x), repeats, sync=_sync),
-        "insert_1": median_seconds(lambda: (rb.insert(one), rb.count)[1], repeats, sync=_sync),
-        "insert_32": median_seconds(lambda: (rb.insert(batch32), rb.count)[1], repeats, sync=_sync),
-        "sample_64": median_seconds(rb.sample, repeats, sync=_sync),
-        "sample_64_ordered": median_seconds(lambda: rb.sample(ordered=True), repeats, sync=_sync),
-        "get_item": median_seconds(lambda: rb.get_item(index), repeats, sync=_sync),
-        "size": median_seconds(rb.size, repeats, sync=_sync),
+    calls = {
+        "floor": lambda: floor.call(x),
+        "insert_1": lambda: (rb.insert(one), rb.count)[1],
+        "writer_cycle": writer_cycle,
+        "insert_32": lambda: (rb.insert(batch32), rb.count)[1],
+        "sample_64": rb.sample,
+        "sample_64_ordered": lambda: rb.sample(ordered=True),
+        "get_item": lambda: rb.get_item(index),
+        "size": rb.size,
     }
-    return {key: value * 1e6 for key, value in figures.items()}
+    times = in_rounds(calls, repeats, sync=_sync)
+    times["writer_insert_1"] = [t / WRITER_BATCH for t in times.pop("writer_cycle")]
+    calls["writer_insert_1"] = calls.pop("writer_cycle")
+    out: dict[str, Any] = {name: statistics.median(t) * 1e6 for name, t in times.items()}
+    out["vs_floor"] = {name: ratio(times, name, "floor") for name in calls}
+    out["insert_32_vs_insert_1"] = ratio(times, "insert_32", "insert_1")
+    out["rounds_us"] = {name: [t * 1e6 for t in values] for name, values in times.items()}
+    return out
+
+
+def sample_rows(buffer: ReplayBuffer) -> tuple[np.ndarray, tuple[Tensor, ...]]:
+    """One draw of the buffer's sampler: the physical rows it read, and the items."""
+    logical, items = buffer.sample_with_indices()
+    return (int(buffer.head) + logical.asnumpy()) % buffer.capacity, items
+
+
+def drawn_rows(buffer: ReplayBuffer, calls: int) -> list[np.ndarray]:
+    """The physical rows of ``calls`` draws of the buffer's sampler (one array each)."""
+    return [sample_rows(buffer)[0] for _ in range(calls)]
 
 
 def atari_bandwidth(capacity: int, repeats: int) -> dict[str, float]:
-    """W3: sample 32 and 256 as GB/s, against numpy.take of the same rows (the memory floor)."""
+    """W3: sample 32 and 256 as GB/s, against numpy.take of the same rows (the memory floor).
+
+    The floor takes, call after call, the very rows the buffer's sampler draws (fresh random
+    rows each call, as a sample reads them) from numpy copies of the same columns. Taking one
+    fixed set of rows again and again (``take_repeated``) reads them from the CPU cache instead
+    and is reported only to show that effect.
+    """
     out: dict[str, float] = {}
     rb = prefilled(capacity, W3_SHAPES, W3_TYPES, 256, chunk=2048)
     rb32 = ReplayBuffer(32, capacity, W3_SHAPES, W3_TYPES)
@@ -91,18 +127,26 @@ def atari_bandwidth(capacity: int, repeats: int) -> dict[str, float]:
         target.copy_(source)
     rb32.head.copy_(rb.head)
     rb32.count.copy_(rb.count)
-    observations = rb.columns[0].asnumpy()
+    columns = [column.asnumpy() for column in rb.columns]
     row_bytes = sum(s.nbytes for s in rb.specs)
     one = transition(rb, None)
     out["insert_1_us"] = median_seconds(lambda: (rb.insert(one), rb.count)[1], repeats, sync=_sync) * 1e6
-    rng = np.random.default_rng(1)
+    rounds = 4
     for size, buffer in ((32, rb32), (256, rb)):
-        seconds = median_seconds(buffer.sample, repeats, sync=_sync)
-        rows = rng.integers(0, capacity, size)
-        take = median_seconds(lambda rows=rows: np.take(observations, rows, axis=0), repeats)
-        out[f"sample_{size}_us"] = seconds * 1e6
-        out[f"sample_{size}_gbps"] = size * row_bytes / seconds / 1e9
-        out[f"take_{size}_gbps"] = size * observations[0].nbytes / take / 1e9
+        draws = itertools.cycle(drawn_rows(buffer, rounds * (20 + max(1, repeats // rounds))))
+        repeated = next(draws)
+
+        def take(rows: np.ndarray) -> list[np.ndarray]:
+            return [np.take(column, rows, axis=0) for column in columns]
+
+        times = in_rounds({"sample": buffer.sample, "take": lambda draws=draws: take(next(draws)),
+                           "take_repeated": lambda rows=repeated: take(rows)}, repeats, rounds, sync=_sync)
+        seconds = {name: statistics.median(values) for name, values in times.items()}
+        out[f"sample_{size}_us"] = seconds["sample"] * 1e6
+        for name in seconds:
+            out[f"{name}_{size}_gbps"] = size * row_bytes / seconds[name] / 1e9
+        # Bandwidth ratio = inverse time ratio, the same bytes moved.
+        out[f"sample_{size}_vs_take"] = ratio(times, "take", "sample")
     return out
 
 
@@ -172,21 +216,25 @@ def compile_times() -> dict[str, float]:
     return out
 
 
-def report(direct: dict[str, float], atari: dict[str, float], mem: dict[str, float]) -> str:
-    floor = direct["floor"]
-    rows = [[name, f"{direct[key]:.0f}", f"{direct[key] / floor:.2f}x"] for name, key in (
-        ("empty compiled call (floor)", "floor"), ("insert 1 (W1)", "insert_1"), ("insert 32 (W2)", "insert_32"),
+def report(direct: dict[str, Any], atari: dict[str, float], mem: dict[str, float]) -> str:
+    rows = [[name, f"{direct[key]:.0f}", f"{direct['vs_floor'][key]:.2f}x"] for name, key in (
+        ("empty compiled call (floor)", "floor"), ("insert 1 (W1)", "insert_1"),
+        (f"writer({WRITER_BATCH}).insert 1 (W1, numpy; flushes included)", "writer_insert_1"),
+        ("insert 32 (W2)", "insert_32"),
         ("sample 64 (W1)", "sample_64"), ("sample 64 ordered", "sample_64_ordered"),
         ("get_item", "get_item"), ("size", "size"))]
-    lines = [table(rows, ["direct call", "median us", "vs floor"])]
-    lines.append(f"W2/W1 insert: {direct['insert_32'] / direct['insert_1']:.2f}x; vs MindSpore RL 0.7 native "
+    lines = [table(rows, ["direct call", "median us", "vs floor (per-round ratio)"])]
+    lines.append(f"W2/W1 insert: {direct['insert_32_vs_insert_1']:.2f}x; vs MindSpore RL 0.7 native "
                  f"(~{NATIVE_INSERT_US:.0f} us insert, ~{NATIVE_SAMPLE64_US:.0f} us sample 64): "
                  f"insert {NATIVE_INSERT_US / direct['insert_1']:.2f}x, "
+                 f"writer insert {NATIVE_INSERT_US / direct['writer_insert_1']:.2f}x, "
                  f"sample {NATIVE_SAMPLE64_US / direct['sample_64']:.2f}x as fast")
     bandwidth = [[f"sample {n} (W3)", f"{atari[f'sample_{n}_us']:.0f}", f"{atari[f'sample_{n}_gbps']:.2f}",
-                  f"{atari[f'take_{n}_gbps']:.2f}", f"{atari[f'sample_{n}_gbps'] / atari[f'take_{n}_gbps']:.2f}x"]
+                  f"{atari[f'take_{n}_gbps']:.2f}", f"{atari[f'sample_{n}_vs_take']:.2f}x",
+                  f"{atari[f'take_repeated_{n}_gbps']:.2f}"]
                  for n in (32, 256)]
-    lines.append(table(bandwidth, ["W3", "median us", "GB/s", "numpy.take GB/s", "ratio"]))
+    lines.append(table(bandwidth, ["W3", "median us", "GB/s", "numpy.take of the same rows GB/s", "ratio",
+                                   "numpy.take, one fixed set of rows (cache-hot) GB/s"]))
     lines.append(f"memory (W3 prefilled): raw data {mib(mem['raw_bytes'])}; resident growth at prefill "
                  f"{mib(mem['prefill_bytes'])} ({mem['prefill_bytes'] / mem['raw_bytes']:.3f}x the data); "
                  f"import baseline of a fresh process {mib(mem['import_baseline_bytes'])}; growth over 2000 "

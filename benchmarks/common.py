@@ -34,6 +34,27 @@ def median_seconds(call: Callable[[], object], repeats: int, warmup: int = 20,
     return statistics.median(times)
 
 
+
+def in_rounds(calls: dict[str, Callable[[], object]], repeats: int, rounds: int = 4,
+              sync: Callable[[object], object] | None = None) -> dict[str, list[float]]:
+    """Per-round median seconds of each call; the calls take turns, round after round.
+
+    This machine drifts between a fast and a slow state for seconds at a time, so figures
+    meant to be compared are measured side by side in every round and compared round by
+    round (see :func:`ratio`), not one block after another.
+    """
+    per_round = max(1, repeats // rounds)
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            times[name].append(median_seconds(call, per_round, sync=sync))
+    return times
+
+
+def ratio(times: dict[str, list[float]], numerator: str, denominator: str) -> float:
+    """Median over rounds of the per-round ratio ``numerator / denominator``."""
+    return statistics.median(a / b for a, b in zip(times[numerator], times[denominator]))
+
 def rss() -> int:
     """Resident memory of this process, in bytes."""
     return psutil.Process().memory_info().rss

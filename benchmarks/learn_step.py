@@ -6,7 +6,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn
 
-from benchmarks.common import median_seconds
+from benchmarks.common import in_rounds, ratio
 from mindspore_rl_buffer import ReplayBuffer
 from mindspore_rl_buffer.dqn import DQNLoss, LearnStep, NumpyReplayBuffer, QNetwork, Update, copy_weights
 
@@ -39,11 +39,8 @@ def learn_step(capacity: int, repeats: int, sample_size: int = 64, hidden: tuple
         loss.asnumpy()
 
     # Alternate the two in rounds, so both see the same machine load.
-    rounds, per_round = 4, max(1, repeats // 4)
-    times: dict[str, list[float]] = {"in_graph": [], "numpy_fed": []}
-    for _ in range(rounds):
-        times["in_graph"].append(median_seconds(in_graph, per_round, sync=sync))
-        times["numpy_fed"].append(median_seconds(numpy_fed, per_round, sync=sync))
+    times = in_rounds({"in_graph": in_graph, "numpy_fed": numpy_fed}, repeats, rounds=8, sync=sync)
     result = {key: float(np.median(value)) * 1e6 for key, value in times.items()}
-    result["speedup"] = result["numpy_fed"] / result["in_graph"]
+    result["speedup"] = ratio(times, "numpy_fed", "in_graph")
+    result["speedup_per_round"] = [a / b for a, b in zip(times["numpy_fed"], times["in_graph"])]
     return result

@@ -1,0 +1,47 @@
+"""The benchmark helpers measure what the README says they measure.
+
+Timing itself is never asserted (the benchmark is not a test); what is checked is that
+the numpy baseline takes the very rows the buffer's sampler drew, and that comparisons
+are taken round by round.
+"""
+import mindspore as ms
+import numpy as np
+
+from benchmarks.buffer_speed import drawn_rows, prefilled, sample_rows
+from benchmarks.common import in_rounds, ratio
+from mindspore_rl_buffer import ReplayBuffer
+
+
+def test_the_numpy_baseline_takes_the_rows_the_sampler_drew():
+    rb = ReplayBuffer(16, 10, [(2,), ()], [ms.float32, ms.int32])
+    items = np.arange(13, dtype=np.int32)  # wraps: the oldest item (3) sits in row 3
+    rb.insert([np.stack([items, -items], 1).astype(np.float32), items])
+    columns = [column.asnumpy() for column in rb.columns]
+    assert int(rb.head) == 3
+    for _ in range(5):
+        rows, values = sample_rows(rb)
+        for column, value in zip(columns, values):
+            np.testing.assert_array_equal(np.take(column, rows, axis=0), value.asnumpy())
+    draws = drawn_rows(rb, 20)
+    assert len(draws) == 20 and all(d.shape == (16,) and d.dtype.kind == "i" for d in draws)
+    assert len({d.tobytes() for d in draws}) > 1  # fresh rows every call
+
+
+def test_the_rows_drawn_from_a_partly_filled_buffer_are_stored_rows():
+    rb = prefilled(6, [(3,)], [ms.float32], 64)
+    bigger = ReplayBuffer(64, 50, [(3,)], [ms.float32])
+    bigger.insert([rb.columns[0].asnumpy()])
+    rows = np.concatenate(drawn_rows(bigger, 10))
+    assert rows.min() >= 0 and rows.max() < 6
+    assert set(rows.tolist()) == set(range(6))
+
+
+def test_in_rounds_lets_the_calls_take_turns_and_ratio_compares_round_by_round():
+    order = []
+    calls = {"a": lambda: order.append("a"), "b": lambda: order.append("b")}
+    times = in_rounds(calls, repeats=12, rounds=3)
+    assert {name: len(values) for name, values in times.items()} == {"a": 3, "b": 3}
+    blocks = [order[i] for i in range(0, len(order)) if i == 0 or order[i] != order[i - 1]]
+    assert blocks == ["a", "b"] * 3
+    assert order.count("a") == order.count("b") == 3 * (20 + 4)  # warm-up, then the timed calls
+    assert ratio({"x": [2.0, 4.0, 6.0], "y": [1.0, 1.0, 2.0]}, "x", "y") == 3.0
