@@ -8,12 +8,14 @@ from mindspore_rl_buffer.reservoir_replay_buffer import ReservoirReplayBuffer
 from mindspore_rl_buffer.sharded import ShardedReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec
 from mindspore_rl_buffer.trajectory import BufferInfo, TrajectoryReplayBuffer
+from mindspore_rl_buffer.writer import BufferWriter
 
 register_buffer_type(ShardedReplayBuffer)
 
 __version__ = "0.1.0"
 __all__ = [
     "BufferInfo",
+    "BufferWriter",
     "PriorityReplayBuffer",
     "PyUniformReplayBuffer",
     "ReplayBuffer",

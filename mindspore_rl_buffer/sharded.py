@@ -255,6 +255,13 @@ class ShardedReplayBuffer(BufferCell):
         return self.storage.specs
 
     # ------------------------------------------------------------------------- insert
+    def writer(self, batch_size: int = 32):
+        """A :class:`~mindspore_rl_buffer.writer.BufferWriter` inserting into this rank's
+        shard ``batch_size`` transitions at a time; see :meth:`ReplayBuffer.writer`."""
+        from mindspore_rl_buffer.writer import BufferWriter
+
+        return BufferWriter(self, batch_size)
+
     def insert(self, transition):
         """Append one transition or a batch of them to this rank's shard; no communication.
 

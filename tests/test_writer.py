@@ -1,0 +1,166 @@
+"""BufferWriter against the numpy reference model: what reaches the buffer, and when."""
+from __future__ import annotations
+
+import gc
+import types
+
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import Tensor
+from mindspore.graph import api as ms_api
+
+from mindspore_rl_buffer import (
+    BufferWriter,
+    PriorityReplayBuffer,
+    ReplayBuffer,
+    ReservoirReplayBuffer,
+    ShardedReplayBuffer,
+)
+from tests.reference import DTYPES, SHAPES, RingModel, decode, encoded_batch
+from tests.test_bad_input import BAD_CALLS
+from tests.test_replay_buffer import MS_DTYPES, NAMES, assert_matches, make, state_of
+
+
+class WriterModel:
+    """The writer's contract: stage in order; a full stage, or a flush, inserts what is staged."""
+
+    def __init__(self, model: RingModel, batch_size: int) -> None:
+        self.model, self.batch_size, self.staged = model, batch_size, []
+
+    def insert(self, batch) -> None:
+        for j in range(len(batch[0])):
+            self.staged.append([column[j] for column in batch])
+            if len(self.staged) == self.batch_size:
+                self.flush()
+
+    def flush(self) -> None:
+        if self.staged:
+            self.model.insert([np.stack(column) for column in zip(*self.staged)])
+        self.staged = []
+
+
+# Singles, batches smaller and larger than the stage (3) and the capacity (7), empty
+# batches, and explicit flushes at every fill level.
+SEQUENCE = [("single", 1), ("single", 1), ("flush", 0), ("batch", 2), ("batch", 0), ("single", 1),
+            ("single", 1), ("batch", 5), ("flush", 0), ("batch", 9), ("single", 1), ("flush", 0),
+            ("flush", 0), ("batch", 16), ("batch", 1), ("single", 1), ("flush", 0)]
+
+
+def test_writer_matches_the_model_through_partial_flushes_wraparound_and_overflow():
+    rb = make(capacity=7)
+    model = WriterModel(RingModel(7, SHAPES, DTYPES), 3)
+    writer, start = rb.writer(3), 0
+    for kind, n in SEQUENCE:
+        if kind == "flush":
+            writer.flush()
+            model.flush()
+        else:
+            writer.insert(encoded_batch(start, n, single=kind == "single"))
+            model.insert(encoded_batch(start, n))
+            start += n
+        assert writer.pending == len(model.staged), (kind, n)
+        assert_matches(rb, model.model)
+    assert start > 7 * 3
+
+
+def test_staged_transitions_are_invisible_until_flushed_and_a_with_block_flushes():
+    rb = make(capacity=50, sample_size=64)
+    with rb.writer(4) as writer:
+        writer.insert(encoded_batch(0, 3))
+        assert int(rb.size()) == 0 and writer.pending == 3
+        writer.insert(encoded_batch(3, 1, single=True))  # the fourth fills the stage
+        assert int(rb.size()) == 4 and writer.pending == 0
+        writer.insert(encoded_batch(4, 2))
+        assert int(rb.size()) == 4
+        assert set(decode(*rb.sample())) <= set(range(4))
+    assert int(rb.size()) == 6 and writer.pending == 0
+    assert [int(decode(*rb.get_item(i))) for i in range(6)] == list(range(6))
+
+
+def test_tensors_are_taken_and_the_stage_is_copied_not_shared():
+    rb = make(capacity=10)
+    writer = rb.writer(2)
+    item = encoded_batch(0, 1, single=True)
+    writer.insert([Tensor(x) for x in item])
+    item[0][:] = 99.0  # changing the caller's array after the call changes nothing
+    writer.insert(encoded_batch(1, 1, single=True))  # fills the stage: inserted
+    writer.insert(encoded_batch(2, 1, single=True))  # overwrites the stage's first row
+    writer.flush()
+    assert [int(decode(*rb.get_item(i))) for i in range(3)] == [0, 1, 2]
+
+
+def test_flushing_at_every_fill_level_compiles_a_bounded_number_of_graphs():
+    rb = make(capacity=100)
+    writer = rb.writer(8)
+    writer.insert(encoded_batch(0, 8))  # the full-stage graph
+    before = len(ms_api.ms_compile_cache)
+    start = 8
+    for pending in range(1, 8):
+        writer.insert(encoded_batch(start, pending))
+        writer.flush()
+        start += pending
+    # Partial stages go in as powers of two: sizes 1, 2 and 4, whatever the fill level.
+    assert len(ms_api.ms_compile_cache) - before <= 3
+    assert [int(decode(*rb.get_item(i))) for i in range(start)] == list(range(start))
+
+
+INSERT_CALLS = [call for call in BAD_CALLS if call[0].startswith("insert")]
+
+
+@pytest.mark.parametrize("name, call, error, message", INSERT_CALLS, ids=[c[0] for c in INSERT_CALLS])
+def test_bad_input_gets_the_insert_error_and_changes_nothing(name, call, error, message):
+    rb = make()
+    writer = rb.writer(4)
+    writer.insert(encoded_batch(0, 2))
+    before, stage_before = state_of(rb), [stage.copy() for stage in writer._staging]
+    with pytest.raises(error, match=message):
+        call(types.SimpleNamespace(insert=writer.insert))
+    assert writer.pending == 2
+    for got, want in zip(writer._staging, stage_before):
+        np.testing.assert_array_equal(got, want)
+    after = state_of(rb)
+    assert after[1:] == before[1:]
+    writer.insert(encoded_batch(2, 1, single=True))  # and it keeps working
+    writer.flush()
+    assert [int(decode(*rb.get_item(i))) for i in range(3)] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("batch_size, error, message", [
+    (0, ValueError, r"For 'writer', 'batch_size' must be an int >= 1, but got 0"),
+    (2.0, TypeError, r"For 'writer', 'batch_size' must be an int"),
+    (True, TypeError, r"For 'writer', 'batch_size' must be an int"),
+])
+def test_bad_batch_size_is_refused(batch_size, error, message):
+    with pytest.raises(error, match=message):
+        make().writer(batch_size)
+
+
+def test_a_writer_dropped_with_staged_transitions_warns():
+    writer = make().writer(4)
+    writer.insert(encoded_batch(0, 1, single=True))
+    with pytest.warns(ResourceWarning, match="dropped 1 staged transitions"):
+        del writer
+        gc.collect()
+
+
+@pytest.mark.parametrize("make_buffer", [
+    lambda: PriorityReplayBuffer(0.6, 10, 4, SHAPES, MS_DTYPES, names=NAMES),
+    lambda: ReservoirReplayBuffer(10, 4, SHAPES, MS_DTYPES, names=NAMES, seed=1),
+    lambda: ShardedReplayBuffer(4, 10, SHAPES, MS_DTYPES, names=NAMES),
+], ids=["priority", "reservoir", "sharded"])
+def test_the_other_buffers_take_a_writer(make_buffer):
+    buffer = make_buffer()
+    with buffer.writer(3) as writer:
+        assert isinstance(writer, BufferWriter)
+        for i in range(7):
+            writer.insert(encoded_batch(i, 1, single=True))
+    assert int(buffer.size()) == 7
+    sampled = buffer.sample(1.0) if isinstance(buffer, PriorityReplayBuffer) else buffer.sample()
+    assert set(decode(*sampled[-1] if isinstance(buffer, PriorityReplayBuffer) else sampled)) <= set(range(7))
+
+
+def test_a_writer_of_a_bfloat16_column_is_refused():
+    rb = ReplayBuffer(2, 4, [(2,)], [ms.bfloat16])
+    with pytest.raises(ValueError, match="bfloat16 columns have no numpy dtype"):
+        rb.writer(2)
