@@ -87,6 +87,61 @@ def test_replay_buffer_never_disagrees_with_the_model(operations):
             np.testing.assert_array_equal(got[stored], want[stored])
 
 
+
+WRITER_OPERATIONS = st.lists(st.one_of(
+    st.tuples(st.just("write"), st.sampled_from([-1, -1, 0, 1, 2, 3, 6, 11])),
+    st.tuples(st.just("flush"), st.none()),
+    st.tuples(st.just("insert"), st.sampled_from([-1, 2])),
+    st.tuples(st.just("sample"), st.none()),
+    st.tuples(st.just("reset"), st.none()),
+), min_size=1, max_size=16)
+
+
+@SETTINGS
+@given(WRITER_OPERATIONS)
+def test_a_writer_beside_direct_inserts_never_disagrees_with_the_model(operations):
+    ms.set_context(mode=ms.GRAPH_MODE)
+    rb, model, start = buffer("ring", lambda: make(capacity=5, sample_size=6)), RingModel(5, SHAPES, DTYPES), 0
+    rb.reset()
+    writer, staged = rb.writer(4), []
+    for name, arg in operations:
+        single = arg == -1
+        n = 1 if single else arg
+        if name == "write":
+            writer.insert(encoded_batch(start, n, single=single))
+            staged.extend(range(start, start + n))
+            start += n
+            while len(staged) >= 4:  # a full stage goes in
+                for i in staged[:4]:
+                    model.insert(encoded_batch(i, 1))
+                staged = staged[4:]
+        elif name == "flush":
+            writer.flush()
+            for i in staged:
+                model.insert(encoded_batch(i, 1))
+            staged = []
+        elif name == "insert":  # a direct insert overtakes the staged transitions
+            rb.insert(encoded_batch(10_000 + start, n, single=single))
+            model.insert(encoded_batch(10_000 + start, n))
+            start += n
+        elif name == "sample":
+            if model.count == 0:
+                with pytest.raises(ValueError, match="empty"):
+                    rb.sample()
+            else:
+                stored = {model.item(i)[1] for i in range(model.count)}
+                assert set(decode(*rb.sample())) <= stored
+        else:
+            rb.reset()  # staged transitions stay staged
+            model.reset()
+        assert writer.pending == len(staged)
+        columns, head, count = state_of(rb)
+        assert (head, count) == (model.head, model.count)
+        rows = [model.row(i) for i in range(model.count)]
+        for got, want in zip(columns, model.columns):
+            np.testing.assert_array_equal(got[rows], want[rows])
+    writer.flush()
+
 TRAJECTORY_OPERATIONS = st.lists(st.one_of(
     st.tuples(st.just("add"), st.integers(1, 3)),
     st.tuples(st.just("get_next"), st.sampled_from([None, 1, 2, 4])),
