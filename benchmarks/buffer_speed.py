@@ -130,7 +130,17 @@ def atari_bandwidth(capacity: int, repeats: int) -> dict[str, float]:
     columns = [column.asnumpy() for column in rb.columns]
     row_bytes = sum(s.nbytes for s in rb.specs)
     one = transition(rb, None)
-    out["insert_1_us"] = median_seconds(lambda: (rb.insert(one), rb.count)[1], repeats, sync=_sync) * 1e6
+    writer, one_host = rb.writer(WRITER_BATCH), [t.asnumpy() for t in one]
+
+    def writer_cycle() -> Tensor:
+        for _ in range(WRITER_BATCH):
+            writer.insert(one_host)
+        return rb.count
+
+    times = in_rounds({"insert": lambda: (rb.insert(one), rb.count)[1], "writer_cycle": writer_cycle},
+                      repeats, sync=_sync)
+    out["insert_1_us"] = statistics.median(times["insert"]) * 1e6
+    out["writer_insert_1_us"] = statistics.median(times["writer_cycle"]) / WRITER_BATCH * 1e6
     rounds = 4
     for size, buffer in ((32, rb32), (256, rb)):
         draws = itertools.cycle(drawn_rows(buffer, rounds * (20 + max(1, repeats // rounds))))
@@ -235,6 +245,8 @@ def report(direct: dict[str, Any], atari: dict[str, float], mem: dict[str, float
                  for n in (32, 256)]
     lines.append(table(bandwidth, ["W3", "median us", "GB/s", "numpy.take of the same rows GB/s", "ratio",
                                    "numpy.take, one fixed set of rows (cache-hot) GB/s"]))
+    lines.append(f"W3 insert one transition: {atari['insert_1_us']:.0f} us direct, "
+                 f"{atari['writer_insert_1_us']:.0f} us through writer({WRITER_BATCH}) (flushes included)")
     lines.append(f"memory (W3 prefilled): raw data {mib(mem['raw_bytes'])}; resident growth at prefill "
                  f"{mib(mem['prefill_bytes'])} ({mem['prefill_bytes'] / mem['raw_bytes']:.3f}x the data); "
                  f"import baseline of a fresh process {mib(mem['import_baseline_bytes'])}; growth over 2000 "
