@@ -13,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import mindspore as ms
@@ -60,6 +61,19 @@ def transition(rb: ReplayBuffer, n: int | None) -> list[Tensor]:
     return [Tensor(np.ones((*outer, *s.shape), numpy_dtype(s.dtype))) for s in rb.specs]
 
 
+def writer_cycle(rb: ReplayBuffer, one: list[Tensor]) -> Callable[[], Tensor]:
+    """A call inserting ``one`` WRITER_BATCH times through a writer: one full stage, host-side
+    copies and the batched insert they trigger; it returns the count to wait on."""
+    writer, one_host = rb.writer(WRITER_BATCH), [t.asnumpy() for t in one]
+
+    def cycle() -> Tensor:
+        for _ in range(WRITER_BATCH):
+            writer.insert(one_host)
+        return rb.count
+
+    return cycle
+
+
 def _sync(result: Any) -> None:
     first = result[0] if isinstance(result, tuple) else result
     if isinstance(first, Tensor):
@@ -72,19 +86,11 @@ def direct_calls(capacity: int, repeats: int) -> dict[str, Any]:
     floor, x = Floor(), Tensor(np.ones(1, np.float32))
     one, batch32 = transition(rb, None), transition(rb, 32)
     index = Tensor(np.arange(1, dtype=np.int32))
-    writer, one_host = rb.writer(WRITER_BATCH), [t.asnumpy() for t in one]
-
-    def writer_cycle() -> Tensor:
-        # One full stage: WRITER_BATCH host-side inserts and the batched insert they trigger.
-        for _ in range(WRITER_BATCH):
-            writer.insert(one_host)
-        return rb.count
-
     # insert returns nothing: wait for it by reading the count after the call.
     calls = {
         "floor": lambda: floor.call(x),
         "insert_1": lambda: (rb.insert(one), rb.count)[1],
-        "writer_cycle": writer_cycle,
+        "writer_cycle": writer_cycle(rb, one),
         "insert_32": lambda: (rb.insert(batch32), rb.count)[1],
         "sample_64": rb.sample,
         "sample_64_ordered": lambda: rb.sample(ordered=True),
@@ -93,9 +99,8 @@ def direct_calls(capacity: int, repeats: int) -> dict[str, Any]:
     }
     times = in_rounds(calls, repeats, sync=_sync)
     times["writer_insert_1"] = [t / WRITER_BATCH for t in times.pop("writer_cycle")]
-    calls["writer_insert_1"] = calls.pop("writer_cycle")
     out: dict[str, Any] = {name: statistics.median(t) * 1e6 for name, t in times.items()}
-    out["vs_floor"] = {name: ratio(times, name, "floor") for name in calls}
+    out["vs_floor"] = {name: ratio(times, name, "floor") for name in times}
     out["insert_32_vs_insert_1"] = ratio(times, "insert_32", "insert_1")
     out["rounds_us"] = {name: [t * 1e6 for t in values] for name, values in times.items()}
     return out
@@ -130,14 +135,7 @@ def atari_bandwidth(capacity: int, repeats: int) -> dict[str, float]:
     columns = [column.asnumpy() for column in rb.columns]
     row_bytes = sum(s.nbytes for s in rb.specs)
     one = transition(rb, None)
-    writer, one_host = rb.writer(WRITER_BATCH), [t.asnumpy() for t in one]
-
-    def writer_cycle() -> Tensor:
-        for _ in range(WRITER_BATCH):
-            writer.insert(one_host)
-        return rb.count
-
-    times = in_rounds({"insert": lambda: (rb.insert(one), rb.count)[1], "writer_cycle": writer_cycle},
+    times = in_rounds({"insert": lambda: (rb.insert(one), rb.count)[1], "writer_cycle": writer_cycle(rb, one)},
                       repeats, sync=_sync)
     out["insert_1_us"] = statistics.median(times["insert"]) * 1e6
     out["writer_insert_1_us"] = statistics.median(times["writer_cycle"]) / WRITER_BATCH * 1e6

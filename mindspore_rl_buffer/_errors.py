@@ -41,6 +41,13 @@ def column_error(op: str, column: str, what: str, expected: object, got: object)
     return ValueError(f"For '{op}', the {what} of column '{column}' must be {expected}, but got {got}.")
 
 
+def not_an_array_error(op: str, names: tuple[str, ...], i: int, got: object) -> TypeError:
+    """Column ``i`` of a transition is neither a tensor nor a numpy array."""
+    column = names[i] if i < len(names) else f"#{i}"
+    return TypeError(f"For '{op}', column '{column}' must be a mindspore.Tensor or a numpy array, "
+                     f"but got {type(got).__name__}.")
+
+
 def index_error(op: str, index: object, size: int) -> IndexError:
     """An index outside ``[-size, size)``."""
     return IndexError(

@@ -68,13 +68,12 @@ def _index_constant(index):
     return Tensor(index, ms.int32)
 
 
-def _host_tensor(op: str, column: str, value: Any) -> Tensor:
+def _host_tensor(op: str, names: tuple[str, ...], i: int, value: Any) -> Tensor:
     if isinstance(value, Tensor):
         return value
     if isinstance(value, (np.ndarray, np.generic)):
         return Tensor(np.asarray(value))
-    raise TypeError(f"For '{op}', column '{column}' must be a mindspore.Tensor or a numpy array, "
-                    f"but got {type(value).__name__}.")
+    raise _errors.not_an_array_error(op, names, i, value)
 
 
 class ReplayBuffer(BufferCell):
@@ -215,10 +214,7 @@ class ReplayBuffer(BufferCell):
         if not isinstance(transition, (list, tuple)):
             raise _errors.type_error(op, "transition", "a list or tuple of tensors, one per column",
                                      transition)
-        tensors = [
-            _host_tensor(op, self._names[i] if i < len(self._names) else f"#{i}", value)
-            for i, value in enumerate(transition)
-        ]
+        tensors = [_host_tensor(op, self._names, i, value) for i, value in enumerate(transition)]
         batch_size, _ = check_batch(op, self._names, self._shapes, self._dtypes, len(tensors),
                                     [t.shape for t in tensors], [t.dtype for t in tensors])
         if batch_size:
@@ -329,11 +325,7 @@ class ReplayBuffer(BufferCell):
                 the run fails with ``RuntimeError: assert failed`` instead (MindSpore prints the
                 count), and that compiled graph cannot run again.
         """
-        if in_graph():
-            return self.sample_with_indices(ordered)[1]
-        ordered = self._check_sample(ordered)
-        with DIRECT_CALLS:
-            return self._sample_items_compiled(ordered)
+        return self._sample(ordered, False)
 
     def sample_with_indices(self, ordered=None):
         """Like :meth:`sample`, and also return the logical indexes of the items drawn.
@@ -342,20 +334,16 @@ class ReplayBuffer(BufferCell):
             Tuple of 2: an int32 tensor of shape ``(sample_size,)`` with the logical indexes
             (0 = oldest), and the tuple of column tensors.
         """
-        if in_graph():
-            if ordered is None:
-                ordered = self._ordered
-            return ring.sample(self.columns, self.head, self.count, self._sample_size, ordered,
-                               self._replace, self._seed, True)
-        ordered = self._check_sample(ordered)
-        with DIRECT_CALLS:
-            return self._sample_compiled(ordered)
+        return self._sample(ordered, True)
 
-    def _check_sample(self, ordered: bool | None) -> bool:
-        """Host checks of a direct sample; return the ``ordered`` flag to use."""
-        op = "sample"
+    def _sample(self, ordered, with_indices):
         if ordered is None:
             ordered = self._ordered
+        if in_graph():
+            logical, items = ring.sample(self.columns, self.head, self.count, self._sample_size, ordered,
+                                         self._replace, self._seed, True)
+            return (logical, items) if with_indices else items
+        op = "sample"
         if not isinstance(ordered, bool):
             raise _errors.type_error(op, "ordered", "a bool or None", ordered)
         size = int(self.count)
@@ -363,18 +351,15 @@ class ReplayBuffer(BufferCell):
             raise _errors.empty_error(op)
         if not self._replace and self._sample_size > size:
             raise _errors.not_enough_error(op, self._sample_size, size)
-        return ordered
+        with DIRECT_CALLS:
+            return self._sample_compiled(ordered, with_indices)
 
     @jit
-    def _sample_compiled(self, ordered):
-        return ring.sample(self.columns, self.head, self.count, self._sample_size, ordered,
-                           self._replace, self._seed, False)
-
-    @jit
-    def _sample_items_compiled(self, ordered):
-        # Without the logical indexes among the outputs, their kernels are not compiled in.
-        return ring.sample(self.columns, self.head, self.count, self._sample_size, ordered,
-                           self._replace, self._seed, False)[1]
+    def _sample_compiled(self, ordered, with_indices):
+        # A graph without the indexes among its outputs is compiled without their kernels.
+        logical, items = ring.sample(self.columns, self.head, self.count, self._sample_size, ordered,
+                                     self._replace, self._seed, False)
+        return (logical, items) if with_indices else items
 
     # ------------------------------------------------------------- reset, size, full
     def reset(self):

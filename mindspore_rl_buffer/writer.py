@@ -107,11 +107,10 @@ class BufferWriter:
         ``log2(batch_size) + 1`` inserts of power-of-two sizes, so that flushing at any fill
         level compiles a bounded number of graphs.
         """
-        start, pending = 0, self._pending
-        while start < pending:
-            size = 1 << ((pending - start).bit_length() - 1)  # the largest power of two that fits
-            if pending == self._batch_size:
-                size = pending
+        start = 0
+        while start < self._pending:
+            left = self._pending - start
+            size = left if left == self._batch_size else 1 << (left.bit_length() - 1)
             self._buffer.insert([stage[start:start + size] for stage in self._staging])
             start += size
         self._pending = 0
@@ -136,28 +135,18 @@ class BufferWriter:
 
     # ------------------------------------------------------------------------- checks
     def _host_array(self, i: int, value: Any) -> np.ndarray:
-        if isinstance(value, np.ndarray):
-            return value
-        if isinstance(value, np.generic):
+        if isinstance(value, (np.ndarray, np.generic)):
             return np.asarray(value)
         if isinstance(value, Tensor):
             return value.asnumpy()
-        column = self._names[i] if i < len(self._names) else f"#{i}"
-        raise TypeError(f"For 'insert', column '{column}' must be a mindspore.Tensor or a numpy array, "
-                        f"but got {type(value).__name__}.")
+        raise _errors.not_an_array_error("insert", self._names, i, value)
 
     def _check(self, arrays: list[np.ndarray]) -> tuple[int, bool]:
         """``(n, single)`` of a valid transition; the errors of ``ReplayBuffer.insert`` otherwise."""
         if len(arrays) == len(self._names) and all(
                 a.dtype == d and a.shape == s for a, d, s in zip(arrays, self._np_dtypes, self._shapes)):
             return 1, True  # the common case, one transition, checked without building messages
-        dtypes = []
-        for i, array in enumerate(arrays):
-            if array.dtype.name not in DTYPES:
-                column = self._names[i] if i < len(self._names) else f"#{i}"
-                raise _errors.column_error("insert", column, "dtype",
-                                           self._dtypes[i] if i < len(self._dtypes) else "a column dtype",
-                                           f"numpy {array.dtype}")
-            dtypes.append(DTYPES[array.dtype.name])
+        # A numpy dtype with no column counterpart (bool, object) fails the dtype check by name.
+        dtypes = [DTYPES.get(a.dtype.name, f"numpy {a.dtype}") for a in arrays]
         return check_batch("insert", self._names, self._shapes, self._dtypes, len(arrays),
                            [a.shape for a in arrays], dtypes)
