@@ -135,9 +135,7 @@ class PriorityReplayBuffer(ReplayBuffer):
     def _write(self, transition):
         batch_size, batch = self._batch(transition)
         if batch_size > 0:
-            # The rows ring.insert writes, and the same cursors it returns.
-            rows, head, count = ring.insert_rows(self.head, self.count, batch_size, self._capacity)
-            ring.insert(self.columns, self.head, self.count, batch)
+            rows, head, count = ring.insert(self.columns, self.head, self.count, batch)
             priority.insert_priorities(self.sum_tree, self.min_tree, rows, self.max_priority, self._alpha,
                                        self._capacity)
             ops.assign(self.head, head)

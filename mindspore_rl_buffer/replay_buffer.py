@@ -248,7 +248,7 @@ class ReplayBuffer(BufferCell):
     def _write(self, transition):
         batch_size, batch = self._batch(transition)
         if batch_size > 0:
-            head, count = ring.insert(self.columns, self.head, self.count, batch)
+            _, head, count = ring.insert(self.columns, self.head, self.count, batch)
             ops.assign(self.head, head)
             ops.assign(self.count, count)
         return batch_size

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import ops
-from mindspore_rl_buffer.ops.ring import _arange
+from mindspore_rl_buffer.ops._common import arange
 
 
 def last_occurrence(index):
@@ -39,7 +39,7 @@ def last_occurrence(index):
     """
     n = index.shape[0]
     key = index.astype(ms.int64) * n
-    ordered = ops.sort(key + _arange(n).astype(ms.int64))[0]
+    ordered = ops.sort(key + arange(n).astype(ms.int64))[0]
     # The run of `index[j]` ends just before the first key of the next index value.
     end = ops.searchsorted(ordered, key + n) - 1
     return (ops.gather(ordered, end, 0) - key).astype(ms.int32)

@@ -29,8 +29,8 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
+from mindspore_rl_buffer.ops._common import ASSERT, arange, guarded
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
-from mindspore_rl_buffer.ops.ring import _ASSERT, _arange, _guarded
 
 # Priorities below this (and NaN, inside a graph) count as this.
 PRIORITY_FLOOR = 1e-8
@@ -115,7 +115,7 @@ def tree_writes(sum_tree, min_tree, slots, values, capacity):
 
 
 def set_leaves(sum_tree, min_tree, slots, values, capacity):
-    """Set leaves of both trees in place, with their ancestors: one scatter per tree.
+    """In place: set leaves of both trees, with their ancestors; one scatter per tree.
 
     Args:
         sum_tree (Parameter): float32, ``(2P,)``.
@@ -224,17 +224,17 @@ def sample(sum_tree, min_tree, count, sample_size, beta, capacity, seed=None, ch
     """
     total = sum_tree[1]
     uniform = ops.rand((sample_size,), dtype=ms.float32, seed=seed)
-    targets = (_arange(sample_size).astype(ms.float32) + uniform) * (total / sample_size)
+    targets = (arange(sample_size).astype(ms.float32) + uniform) * (total / sample_size)
     slots = find_slots(sum_tree, targets, count, capacity)
     leaves = ops.gather(sum_tree, slots + tree_size(capacity), 0)
     weights = ops.pow(min_tree[1] / leaves, beta)
     if check:
-        return _guarded((slots, weights), count >= 1, [count])
+        return guarded((slots, weights), count >= 1, [count])
     return slots, weights
 
 
 def insert_priorities(sum_tree, min_tree, rows, max_priority, alpha, capacity):
-    """Give the slots just written by ``ring.insert`` the largest priority seen so far.
+    """In place: give the slots just written by ``ring.insert`` the largest priority seen so far.
 
     The old priority of an overwritten slot is replaced with it.
 
@@ -272,7 +272,7 @@ def winning_values(slots, values):
 
 def update_priorities(sum_tree, min_tree, max_priority, count, slots, priorities, alpha, capacity,
                       check=True):
-    """Set the priorities of stored slots; of repeated slots, the last one wins.
+    """In place: set the priorities of stored slots in both trees; of repeated slots, the last wins.
 
     Every occurrence of a slot is given the last occurrence's priority
     (:func:`winning_values`), so the trees equal numpy's ``leaf[slots] = values`` whatever
@@ -311,7 +311,7 @@ def update_priorities(sum_tree, min_tree, max_priority, count, slots, priorities
     """
     if check:
         # Every write below depends on the assertion, so a failed check writes nothing.
-        slots = ops.depend(slots, _ASSERT(ops.logical_and(slots >= 0, slots < count).all(), [slots, count]))
+        slots = ops.depend(slots, ASSERT(ops.logical_and(slots >= 0, slots < count).all(), [slots, count]))
     clamped = priorities.astype(ms.float32)
     clamped = ops.where(clamped >= PRIORITY_FLOOR, clamped, PRIORITY_FLOOR)
     clamped = winning_values(slots, clamped)

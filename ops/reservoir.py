@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import Tensor, ops
+from mindspore_rl_buffer.ops._common import ZERO, arange, capacity_of
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
-from mindspore_rl_buffer.ops.ring import _arange, _check_columns
-
-_ZERO = Tensor(0, ms.int32)
 
 
 def draw_slots(seen, batch_size, capacity, seed=None):
@@ -48,12 +46,12 @@ def draw_slots(seen, batch_size, capacity, seed=None):
         >>> slots.asnumpy().tolist()[:2], accepted.asnumpy().tolist()[:2]
         ([1, 2], [True, True])
     """
-    stream = seen + 1 + _arange(batch_size).astype(ms.int64)  # k, 1-based
+    stream = seen + 1 + arange(batch_size).astype(ms.int64)  # k, 1-based
     filling = stream <= capacity
     uniform = ops.rand((batch_size,), dtype=ms.float32, seed=seed)
     # float32 holds k to 1 part in 2**24; the acceptance probability is that accurate.
     accepted = ops.logical_or(filling, uniform * stream.astype(ms.float32) < capacity)
-    drawn = ops.uniform((batch_size,), _ZERO, Tensor(capacity, ms.int32), seed=seed, dtype=ms.int32)
+    drawn = ops.uniform((batch_size,), ZERO, Tensor(capacity, ms.int32), seed=seed, dtype=ms.int32)
     slots = ops.where(filling, (stream - 1).astype(ms.int32), drawn)
     return slots, accepted
 
@@ -89,7 +87,7 @@ def plan_writes(slots, accepted):
     capacity_sink = slots.max() + 1
     # Rejected items get a slot of their own beyond all real ones, so they never win one.
     winners = last_occurrence(ops.where(accepted, slots, capacity_sink))
-    last_accepted = ops.where(accepted, _arange(batch_size), 0).max()
+    last_accepted = ops.where(accepted, arange(batch_size), 0).max()
     source = ops.where(accepted, winners, last_accepted)
     rows = ops.gather(slots, source, 0)
     keep_old = ops.logical_not(ops.gather(accepted, source, 0))  # only when none is accepted
@@ -97,7 +95,7 @@ def plan_writes(slots, accepted):
 
 
 def insert(columns, seen, batch, seed=None):
-    """Offer a batch of items to the reservoir, item by item under algorithm R.
+    """In place: offer a batch of items to the reservoir ``columns``, item by item under algorithm R.
 
     Writes in place into ``columns`` (``Parameter`` objects). Every item writes one row,
     so the write has the static shape of the batch: an accepted item writes its own row to
@@ -132,7 +130,7 @@ def insert(columns, seen, batch, seed=None):
         >>> column.asnumpy().tolist(), int(seen), int(count)
         ([1, 2, 0], 2, 2)
     """
-    capacity = _check_columns(tuple(column.shape[0] for column in columns))
+    capacity = capacity_of(columns)
     batch_size = batch[0].shape[0]
     if batch_size == 0:
         return seen, ops.minimum(seen, capacity).astype(ms.int32)

@@ -9,37 +9,13 @@ on the assertion and the random bounds are clamped, so no value leaves a failed 
 other kernel fails first. A Python ``raise`` under a tensor condition would give a nicer
 message but costs control flow, about 0.3 ms a call on CPU, where the assertion is free.
 MindSpore refuses to run a graph again after it failed, so a caller that can check on the
-host first (the direct-call path) passes ``check=False``.
+host first (the direct-call path) passes ``check=False``. See ``ops._common`` for the guard.
 """
 from __future__ import annotations
 
 import mindspore as ms
-import numpy as np
-from mindspore import Tensor, ops
-
-_ZERO = Tensor(0, ms.int32)
-
-
-@ops.constexpr
-def _arange(n):
-    """``[0, n)`` as an int32 constant of the graph."""
-    return Tensor(np.arange(n, dtype=np.int32))
-
-
-@ops.constexpr
-def _check_columns(capacities):
-    if len(set(capacities)) != 1:
-        raise ValueError(f"all columns must share their leading capacity, but got {capacities}.")
-    return capacities[0]
-
-
-_ASSERT = ops.Assert(summarize=8)
-
-
-def _guarded(outputs, ok, data):
-    """``outputs``, made to depend on the assertion ``ok`` (MindSpore prints ``data`` if it fails)."""
-    done = _ASSERT(ok, data)
-    return tuple(ops.depend(x, done) for x in outputs)
+from mindspore import ops
+from mindspore_rl_buffer.ops._common import ZERO, arange, capacity_of, guarded
 
 
 def logical_to_physical(head, logical, capacity):
@@ -87,7 +63,7 @@ def insert_rows(head, count, batch_size, capacity):
     """
     kept = min(batch_size, capacity)
     first = head + count + (batch_size - kept)
-    rows = (first + _arange(kept)) % capacity
+    rows = (first + arange(kept)) % capacity
     total = count + batch_size
     new_count = ops.minimum(total, capacity)
     new_head = (head + (total - new_count)) % capacity
@@ -95,10 +71,10 @@ def insert_rows(head, count, batch_size, capacity):
 
 
 def insert(columns, head, count, batch):
-    """Append a batch of items, overwriting the oldest once full (FIFO).
+    """In place: append a batch of items to ``columns``, overwriting the oldest once full (FIFO).
 
-    The only operator that writes: it scatters into ``columns`` in place, so they must be
-    ``Parameter`` objects; the caller assigns the returned cursors.
+    The only ring operator that writes: it scatters into ``columns`` in place, so they must
+    be ``Parameter`` objects; the caller assigns the returned cursors.
 
     Args:
         columns (Union[tuple[Parameter], list[Parameter]]): Column ``c`` of shape
@@ -109,22 +85,34 @@ def insert(columns, head, count, batch):
             ``(n, *shape_c)`` and the column's dtype; ``n`` may be 0 or exceed ``capacity``.
 
     Returns:
-        Tuple of 2 tensors, the new ``head`` and ``count``.
+        Tuple of 3 tensors: the physical rows written (int32, ``(min(n, capacity),)``, all
+        distinct; see :func:`insert_rows`), the new ``head`` and the new ``count``.
 
     Supported Platforms:
         ``GPU`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore import Parameter, Tensor
+        >>> from mindspore_rl_buffer.ops import insert
+        >>> column = Parameter(Tensor(np.zeros(3, np.int32)), requires_grad=False)
+        >>> rows, head, count = insert([column], Tensor(0, ms.int32), Tensor(2, ms.int32),
+        ...                            [Tensor(np.array([7, 8], np.int32))])
+        >>> rows.asnumpy().tolist(), int(head), int(count), column.asnumpy().tolist()
+        ([2, 0], 1, 3, [8, 0, 7])
     """
-    capacity = _check_columns(tuple(column.shape[0] for column in columns))
+    capacity = capacity_of(columns)
     batch_size = batch[0].shape[0]
-    if batch_size == 0:
-        return head, count
     rows, new_head, new_count = insert_rows(head, count, batch_size, capacity)
+    if batch_size == 0:
+        return rows, head, count
     kept = min(batch_size, capacity)
     for column, values in zip(columns, batch):
         if kept < batch_size:
             values = values[batch_size - kept:]
         ops.scatter_update(column, rows, values)
-    return new_head, new_count
+    return rows, new_head, new_count
 
 
 def get_item(columns, head, count, index, check=True):
@@ -145,13 +133,13 @@ def get_item(columns, head, count, index, check=True):
             (``assert failed``; MindSpore prints the index and the count); the compiled graph
             cannot run again afterwards.
     """
-    capacity = _check_columns(tuple(column.shape[0] for column in columns))
+    capacity = capacity_of(columns)
     logical = ops.where(index < 0, index + count, index)
     rows = logical_to_physical(head, logical, capacity)  # in [0, capacity) whatever the index
     items = tuple(ops.gather(column, rows, 0) for column in columns)
     if check:
         ok = ops.logical_and(logical >= 0, logical < count).all()
-        items = _guarded(items, ok, [index, count])
+        items = guarded(items, ok, [index, count])
     return items
 
 
@@ -187,10 +175,10 @@ def sample_indices(head, count, sample_size, capacity, ordered=False, replace=Tr
     """
     bound = ops.maximum(count, 1) if check else count  # a valid bound even when the guard fails
     if replace:
-        drawn = ops.uniform((sample_size,), _ZERO, bound, seed=seed, dtype=ms.int32)
+        drawn = ops.uniform((sample_size,), ZERO, bound, seed=seed, dtype=ms.int32)
     else:
         keys = ops.rand((capacity,), dtype=ms.float32, seed=seed)
-        keys = ops.where(_arange(capacity) < count, keys, -1.0)
+        keys = ops.where(arange(capacity) < count, keys, -1.0)
         drawn = ops.topk(keys, sample_size, sorted=False)[1].astype(ms.int32)
     if ordered:
         # Draws are physical rows when unordered; ordered re-reads them as logical indexes,
@@ -200,7 +188,7 @@ def sample_indices(head, count, sample_size, capacity, ordered=False, replace=Tr
     else:
         physical, logical = drawn, physical_to_logical(head, drawn, capacity)
     if check:
-        return _guarded((physical, logical), count >= (1 if replace else sample_size), [count])
+        return guarded((physical, logical), count >= (1 if replace else sample_size), [count])
     return physical, logical
 
 
@@ -221,7 +209,7 @@ def sample(columns, head, count, sample_size, ordered=False, replace=True, seed=
         >>> bool((rows.asnumpy() < 3).all()), rows.shape
         (True, (8, 1))
     """
-    capacity = _check_columns(tuple(column.shape[0] for column in columns))
+    capacity = capacity_of(columns)
     physical, logical = sample_indices(head, count, sample_size, capacity, ordered, replace, seed, check)
     return logical, tuple(ops.gather(column, physical, 0) for column in columns)
 
@@ -260,11 +248,11 @@ def sample_windows(head, count, sample_size, num_steps, capacity, seed=None, che
     """
     valid = count - num_steps + 1
     bound = ops.maximum(valid, 1) if check else valid
-    starts = ops.uniform((sample_size, 1), _ZERO, bound, seed=seed, dtype=ms.int32)
-    logical = starts + _arange(num_steps)
+    starts = ops.uniform((sample_size, 1), ZERO, bound, seed=seed, dtype=ms.int32)
+    logical = starts + arange(num_steps)
     rows = logical_to_physical(head, logical, capacity)
     if check:
-        return _guarded((rows, logical), valid >= 1, [count])
+        return guarded((rows, logical), valid >= 1, [count])
     return rows, logical
 
 
@@ -277,6 +265,6 @@ def gather_ordered(columns, head):
     Returns:
         Tuple of tensors, one per column, each of the column's shape.
     """
-    capacity = _check_columns(tuple(column.shape[0] for column in columns))
-    rows = logical_to_physical(head, _arange(capacity), capacity)
+    capacity = capacity_of(columns)
+    rows = logical_to_physical(head, arange(capacity), capacity)
     return tuple(ops.gather(column, rows, 0) for column in columns)

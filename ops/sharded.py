@@ -29,13 +29,8 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops.ring import (
-    _ZERO,
-    _arange,
-    _check_columns,
-    _guarded,
-    logical_to_physical,
-)
+from mindspore_rl_buffer.ops._common import ZERO, arange, capacity_of, guarded
+from mindspore_rl_buffer.ops.ring import logical_to_physical
 
 # How each column dtype travels, in 32-bit words, exactly. MindSpore 2.10's CPU AllGather
 # (mccl) rounds int64 and float64 to 32 bits and refuses int8/uint8 (measured), so every
@@ -178,7 +173,7 @@ def draw_global(counts, sample_size, ordered=False, seed=None):
         scalar). When the total is 0 the draws are all 0, meaningless: check the total.
     """
     total = counts.sum().astype(ms.int32)
-    drawn = ops.uniform((sample_size,), _ZERO, ops.maximum(total, 1), seed=seed, dtype=ms.int32)
+    drawn = ops.uniform((sample_size,), ZERO, ops.maximum(total, 1), seed=seed, dtype=ms.int32)
     if ordered:
         drawn = ops.sort(drawn)[0]
     return drawn, total
@@ -202,7 +197,7 @@ def gather_owned(columns, head, owner, local, rank):
     Returns:
         Tuple of tensors, one per column, each of leading dimension ``k``.
     """
-    capacity = _check_columns(tuple(column.shape[0] for column in columns))
+    capacity = capacity_of(columns)
     rows = ops.where(owner == rank, logical_to_physical(head, local, capacity), 0)
     return tuple(ops.gather(column, rows, 0) for column in columns)
 
@@ -229,7 +224,7 @@ def combine_rows(values, owner, group):
         TypeError: When compiled, if a column is float64 or uint64 (no exact 32-bit form).
     """
     k = values[0].shape[0]
-    pick = owner * k + _arange(k)
+    pick = owner * k + arange(k)
     widths = _widths(tuple(v.shape for v in values))
     plan, blocks = _transport_plan(tuple(v.dtype for v in values))
     encoded = [encode_words(v.reshape(k, widths[n]), plan[n][0], plan[n][1]) for n, v in enumerate(values)]
@@ -288,6 +283,6 @@ def sample_global(columns, head, count, sample_size, rank, group, ordered=False,
     if check:
         # Every rank sees the same total, so every rank's run fails alike: no rank is left
         # waiting in a collective.
-        guarded = _guarded((drawn, *rows), total >= 1, [total])
-        return total, guarded[0], tuple(guarded[1:])
+        checked = guarded((drawn, *rows), total >= 1, [total])
+        return total, checked[0], tuple(checked[1:])
     return total, drawn, rows
