@@ -3,7 +3,7 @@
 Run as ``msrun --worker_num=2 --local_worker_num=2 tests/sharded_worker.py OUT_DIR``; each rank
 writes what it saw to ``OUT_DIR/rank<r>.json`` and the test compares the ranks. Items
 inserted on rank ``r`` are numbered ``1000 * r + i`` (encoded in every column, see
-``tests/reference.py``), so a row's number tells its shard and whether it is intact.
+``tests/helpers.py``), so a row's number tells its shard and whether it is intact.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mindspore_rl_buffer import ShardedReplayBuffer  # noqa: E402
-from tests.reference import SHAPES, decode, encoded_batch  # noqa: E402
+from tests.helpers import SHAPES, decode, encoded_batch  # noqa: E402
 
 TYPES = [ms.float32, ms.int32, ms.float32]
 NAMES = ["state", "action", "reward"]

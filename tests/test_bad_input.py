@@ -4,43 +4,8 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 import pytest
-from mindspore import Tensor
 
-from tests.reference import decode, encoded_batch
-from tests.test_replay_buffer import make, state_of
-
-GOOD = encoded_batch(0, 2)
-F32, I32 = np.float32, np.int32
-
-BAD_CALLS = [
-    ("insert a tensor, not a list", lambda rb: rb.insert(Tensor(GOOD[0])), TypeError,
-     r"'transition' must be a list or tuple"),
-    ("insert too few columns", lambda rb: rb.insert(GOOD[:2]), ValueError,
-     r"must have 3 columns \('state', 'action', 'reward'\), but got 2"),
-    ("insert too many columns", lambda rb: rb.insert([*GOOD, GOOD[0]]), ValueError, "must have 3 columns"),
-    ("insert a wrong item shape", lambda rb: rb.insert([np.zeros(3, F32), I32(1), np.zeros(1, F32)]),
-     ValueError, r"shape of column 'state' must be \(2,\) \(one item\) or \(n, 2\) \(a batch\), but got \(3,\)"),
-    ("insert a wrong batch shape", lambda rb: rb.insert([np.zeros((2, 5), F32), GOOD[1], GOOD[2]]),
-     ValueError, r"column 'state' .* but got \(2, 5\)"),
-    ("insert a wrong dtype", lambda rb: rb.insert([GOOD[0].astype(np.float64), GOOD[1], GOOD[2]]),
-     ValueError, r"dtype of column 'state' must be Float32, but got Float64"),
-    ("insert batches of different sizes", lambda rb: rb.insert([GOOD[0], GOOD[1][:1], GOOD[2]]),
-     ValueError, "every column must hold the same number of items"),
-    ("insert a single item beside a batch", lambda rb: rb.insert([GOOD[0][0], GOOD[1], GOOD[2]]),
-     ValueError, "every column must hold the same number of items"),
-    ("insert a python list column", lambda rb: rb.insert([[0.0, 1.0], GOOD[1], GOOD[2]]), TypeError,
-     "column 'state' must be a mindspore.Tensor or a numpy array, but got list"),
-    ("get_item past the newest", lambda rb: rb.get_item(2), IndexError, r"\[-2, 2\) .* but got 2"),
-    ("get_item before the oldest", lambda rb: rb.get_item(-3), IndexError, "but got -3"),
-    ("get_item a float", lambda rb: rb.get_item(1.0), TypeError, "'index' must be an int or an int tensor"),
-    ("get_item a bool", lambda rb: rb.get_item(True), TypeError, "'index' must be an int"),
-    ("get_item a float tensor", lambda rb: rb.get_item(Tensor(np.zeros(2, F32))), TypeError, "dtype Float32"),
-    ("get_item a 2-D tensor", lambda rb: rb.get_item(Tensor(np.zeros((1, 2), I32))), ValueError,
-     "a scalar or 1-D tensor"),
-    ("get_item a tensor with one bad index", lambda rb: rb.get_item(Tensor(np.array([0, 5], I32))),
-     IndexError, "but got 5"),
-    ("sample with a non-bool ordered", lambda rb: rb.sample(ordered="yes"), TypeError, "'ordered' must be a bool"),
-]
+from tests.helpers import BAD_CALLS, F32, GOOD, I32, decode, encoded_batch, make, state_of
 
 
 @pytest.mark.parametrize("name, call, error, message", BAD_CALLS, ids=[c[0] for c in BAD_CALLS])

@@ -21,8 +21,7 @@ from mindspore_rl_buffer import (
     load_checkpoint,
     save_checkpoint,
 )
-from tests.reference import RingModel, decode, encoded_batch
-from tests.test_replay_buffer import DTYPES, NAMES, SHAPES, Learner, make, state_of
+from tests.helpers import DTYPES, NAMES, SHAPES, Learner, RingModel, decode, encoded_batch, make, state_of
 
 
 def assert_same_state(a, b):

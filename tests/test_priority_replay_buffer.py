@@ -20,8 +20,7 @@ from mindspore_rl_buffer.ops import (
 from scipy.stats import chisquare
 
 from mindspore_rl_buffer import PriorityReplayBuffer, create_buffer
-from tests.reference import DTYPES, SHAPES, PriorityModel, apply_in_order, decode, encoded_batch
-from tests.test_replay_buffer import MS_DTYPES, NAMES
+from tests.helpers import DTYPES, MS_DTYPES, NAMES, SHAPES, PriorityModel, apply_in_order, decode, encoded_batch
 
 ALPHA = 0.7
 

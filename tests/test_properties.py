@@ -17,9 +17,19 @@ from hypothesis import strategies as st
 from mindspore import Tensor
 
 from mindspore_rl_buffer import PyUniformReplayBuffer, TrajectoryReplayBuffer
-from tests.reference import DTYPES, SHAPES, PriorityModel, RingModel, decode, encoded_batch
-from tests.test_replay_buffer import make, state_of
-from tests.test_tf_agents import SPEC1, SegmentModel, step_values
+from tests.helpers import (
+    DTYPES,
+    SHAPES,
+    SPEC1,
+    PriorityModel,
+    RingModel,
+    SegmentModel,
+    decode,
+    encoded_batch,
+    make,
+    state_of,
+    step_values,
+)
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow])

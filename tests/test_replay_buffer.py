@@ -12,48 +12,7 @@ from mindspore import Tensor, nn
 from mindspore.graph import api as ms_api
 from scipy.stats import chisquare
 
-from mindspore_rl_buffer import ReplayBuffer
-from tests.reference import DTYPES, SHAPES, RingModel, decode, encoded_batch
-
-MS_DTYPES = [ms.float32, ms.int32, ms.float32]
-NAMES = ["state", "action", "reward"]
-
-
-def make(capacity=7, sample_size=5, **kwargs) -> ReplayBuffer:
-    return ReplayBuffer(sample_size, capacity, SHAPES, MS_DTYPES, names=NAMES, **kwargs)
-
-
-def state_of(rb: ReplayBuffer):
-    return [c.asnumpy().copy() for c in rb.columns], int(rb.head), int(rb.count)
-
-
-def assert_matches(rb: ReplayBuffer, model: RingModel) -> None:
-    columns, head, count = state_of(rb)
-    assert (head, count) == (model.head, model.count)
-    for got, want in zip(columns, model.columns):
-        np.testing.assert_array_equal(got, want)
-    assert int(rb.size()) == model.count
-    assert bool(rb.full()) == (model.count == model.capacity)
-
-
-class Learner(nn.Cell):
-    """A user's Cell: insert, then read the buffer, all in one compiled graph."""
-
-    def __init__(self, buffer):
-        super().__init__()
-        self.buffer = buffer
-
-    def construct(self, state, action, reward):
-        _ = self.buffer.insert([state, action, reward])
-        logical, sampled = self.buffer.sample_with_indices()
-        ordered = self.buffer.sample(True)
-        return self.buffer.size(), self.buffer.full(), self.buffer.get_item(-1), logical, sampled, ordered
-
-
-# Batch sizes that cross every boundary of a capacity-7 ring: from empty, crossing the end
-# before full, exactly capacity, larger than capacity, empty batches, single items.
-SEQUENCE = [("single", 1), ("batch", 3), ("batch", 0), ("batch", 2), ("single", 1), ("batch", 3),
-            ("batch", 7), ("batch", 9), ("single", 1), ("batch", 2), ("batch", 16), ("batch", 3)]
+from tests.helpers import DTYPES, SEQUENCE, SHAPES, Learner, RingModel, assert_matches, decode, encoded_batch, make
 
 
 def test_insert_from_empty_wraps_and_overflows_like_the_model():

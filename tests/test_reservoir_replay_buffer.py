@@ -9,8 +9,17 @@ from mindspore_rl_buffer.ops import plan_writes
 from scipy.stats import chisquare
 
 from mindspore_rl_buffer import ReservoirReplayBuffer, create_buffer
-from tests.reference import DTYPES, SHAPES, ReservoirModel, RingModel, apply_in_order, decode, encoded_batch
-from tests.test_replay_buffer import MS_DTYPES, NAMES
+from tests.helpers import (
+    DTYPES,
+    MS_DTYPES,
+    NAMES,
+    SHAPES,
+    ReservoirModel,
+    RingModel,
+    apply_in_order,
+    decode,
+    encoded_batch,
+)
 
 
 def make(capacity=7, sample_size=5, **kwargs) -> ReservoirReplayBuffer:

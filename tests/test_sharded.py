@@ -27,8 +27,7 @@ from scipy.stats import chisquare
 from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, create_buffer
 from mindspore_rl_buffer.sharded import shard_capacities, shard_path
 from mindspore_rl_buffer.specs import numpy_dtype
-from tests.reference import DTYPES, SHAPES, RingModel, decode, encoded_batch
-from tests.test_replay_buffer import MS_DTYPES, NAMES, SEQUENCE
+from tests.helpers import DTYPES, MS_DTYPES, NAMES, SEQUENCE, SHAPES, RingModel, decode, encoded_batch
 
 WORKER = Path(__file__).with_name("sharded_worker.py")
 # The job takes about 20-40 s on this 2-core machine (start-up, compiling, the scheduler).

@@ -12,38 +12,7 @@ from scipy.stats import chisquare
 
 from mindspore_rl_buffer import PyUniformReplayBuffer, ReplayBuffer, TensorSpec, TrajectoryReplayBuffer
 from mindspore_rl_buffer.specs import numpy_dtype
-
-TUTORIAL_SPEC = (TensorSpec([3], ms.float32, "action"),
-                 (TensorSpec([5], ms.float32, "lidar"), TensorSpec([3, 2], ms.float32, "camera")))
-
-
-class SegmentModel:
-    """``segments`` independent deques of at most ``max_length`` time steps (no ring arithmetic)."""
-
-    def __init__(self, segments: int, max_length: int) -> None:
-        self.steps = [collections.deque(maxlen=max_length) for _ in range(segments)]
-
-    def add(self, values_per_segment) -> None:
-        for segment, value in zip(self.steps, values_per_segment):
-            segment.append(value)
-
-    def stored(self) -> np.ndarray:  # [segments, time]
-        return np.array([list(s) for s in self.steps])
-
-
-def step_values(t: int, segments: int) -> np.ndarray:
-    """Time step t of every segment, encoded as ``1000 * t + segment``."""
-    return 1000 * t + np.arange(segments)
-
-
-def tutorial_items(t: int, batch_size: int = 32):
-    v = step_values(t, batch_size).astype(np.float32)
-    camera = np.broadcast_to(v[:, None, None], (batch_size, 3, 2)).copy()
-    return np.repeat(v[:, None], 3, 1), (np.repeat(v[:, None], 5, 1), camera)
-
-
-def to_np(tree):
-    return optree.tree_map(lambda x: x.asnumpy() if isinstance(x, Tensor) else np.asarray(x), tree)
+from tests.helpers import SPEC1, TUTORIAL_SPEC, SegmentModel, fill, step_values, to_np, tutorial_items
 
 
 def test_the_tf_agents_tutorial_shapes_and_values():
@@ -62,16 +31,6 @@ def test_the_tf_agents_tutorial_shapes_and_values():
     np.testing.assert_array_equal(action, np.repeat(expected[..., None], 3, -1))
     np.testing.assert_array_equal(lidar, np.repeat(expected[..., None], 5, -1))
     np.testing.assert_array_equal(camera, np.broadcast_to(expected[..., None, None], (32, 6, 3, 2)))
-
-
-SPEC1 = {"value": TensorSpec([], ms.float32, "value")}
-
-
-def fill(rb, model, steps, segments, start=0):
-    for t in range(start, start + steps):
-        v = step_values(t, segments)
-        rb.add_batch({"value": v.astype(np.float32)})
-        model.add(v)
 
 
 def test_add_batch_wraps_like_the_model_and_windows_never_cross_the_write_position():

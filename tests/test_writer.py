@@ -17,9 +17,19 @@ from mindspore_rl_buffer import (
     ReservoirReplayBuffer,
     ShardedReplayBuffer,
 )
-from tests.reference import DTYPES, SHAPES, RingModel, decode, encoded_batch
-from tests.test_bad_input import BAD_CALLS
-from tests.test_replay_buffer import MS_DTYPES, NAMES, assert_matches, make, state_of
+from tests.helpers import (
+    BAD_CALLS,
+    DTYPES,
+    MS_DTYPES,
+    NAMES,
+    SHAPES,
+    RingModel,
+    assert_matches,
+    decode,
+    encoded_batch,
+    make,
+    state_of,
+)
 
 
 class WriterModel:

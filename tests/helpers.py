@@ -1,0 +1,282 @@
+"""What the tests share: independent numpy reference models, encoded data, buffer factories.
+
+The models are written from the definitions (the cursor contract, the paper's priorities,
+algorithm R, TF-Agents' segments), never from the library's code: items go in one at a
+time, so batch inserts, wraparound and overflow are checked against the plain definition
+rather than against the vectorised arithmetic of ``ops``.
+"""
+from __future__ import annotations
+
+import collections
+
+import mindspore as ms
+import numpy as np
+import optree
+from mindspore import Tensor, nn
+
+from mindspore_rl_buffer import ReplayBuffer, TensorSpec
+
+
+class RingModel:
+    """Columns of ``capacity`` rows plus ``head`` and ``count``, updated item by item."""
+
+    def __init__(self, capacity: int, shapes, dtypes) -> None:
+        self.capacity = capacity
+        self.columns = [np.zeros((capacity, *shape), dtype) for shape, dtype in zip(shapes, dtypes)]
+        self.head = 0
+        self.count = 0
+
+    def insert(self, batch) -> None:
+        for j in range(len(batch[0])):
+            row = (self.head + self.count) % self.capacity
+            for column, values in zip(self.columns, batch):
+                column[row] = values[j]
+            if self.count < self.capacity:
+                self.count += 1
+            else:
+                self.head = (self.head + 1) % self.capacity
+
+    def row(self, logical: int) -> int:
+        if logical < 0:
+            logical += self.count
+        assert 0 <= logical < self.count
+        return (self.head + logical) % self.capacity
+
+    def item(self, logical: int):
+        return [column[self.row(logical)] for column in self.columns]
+
+    def reset(self) -> None:
+        self.head = self.count = 0
+
+
+def encoded_batch(start: int, n: int, single: bool = False):
+    """Items ``start .. start+n-1`` whose every column encodes the item number ``i``.
+
+    Columns: state ``(2,)`` float32 ``[i, -i]``, action ``()`` int32 ``i``, reward ``(1,)``
+    float32 ``[i / 2]``. A sampled row is intact iff all three decode to the same ``i``.
+    """
+    ids = np.arange(start, start + n)
+    batch = [np.stack([ids, -ids], 1).astype(np.float32), ids.astype(np.int32),
+             (ids / 2).astype(np.float32).reshape(n, 1)]
+    if single:
+        return [column[0] for column in batch]
+    return batch
+
+
+SHAPES = [(2,), (), (1,)]
+DTYPES = [np.float32, np.int32, np.float32]
+
+
+def decode(state, action, reward) -> np.ndarray:
+    """The item numbers of sampled rows; raises if a row is torn across columns."""
+    state, action, reward = (np.asarray(x) for x in (state, action, reward))
+    ids = action.astype(np.int64)
+    assert np.array_equal(state[..., 0], ids) and np.array_equal(state[..., 1], -ids), "torn row"
+    assert np.array_equal(reward[..., 0], (ids / 2).astype(np.float32)), "torn row"
+    return ids
+
+
+class PriorityModel(RingModel):
+    """The ring plus one float64 priority per physical slot, from the paper's definitions.
+
+    New items get the largest priority stored so far (1 at first); priorities are clamped
+    below at ``floor``; of repeated indexes in one update the last wins; sampling
+    probabilities are ``p ** alpha / sum(p ** alpha)`` over the stored slots ``[0, count)``.
+    """
+
+    def __init__(self, alpha: float, capacity: int, shapes, dtypes, floor: float = 1e-8) -> None:
+        super().__init__(capacity, shapes, dtypes)
+        self.alpha, self.floor = alpha, floor
+        self.priorities = np.zeros(capacity)
+        self.max_priority = 1.0
+
+    def insert(self, batch) -> None:
+        for j in range(len(batch[0])):
+            row = (self.head + self.count) % self.capacity
+            super().insert([column[j:j + 1] for column in batch])
+            self.priorities[row] = self.max_priority
+
+    def update(self, indices, priorities) -> None:
+        written = {}
+        for index, priority in zip(indices, priorities):
+            written[int(index)] = max(float(priority), self.floor)
+        for index, priority in written.items():
+            self.priorities[index] = priority
+        self.max_priority = max([self.max_priority, *written.values()])
+
+    def leaves(self) -> np.ndarray:
+        """``p ** alpha`` for stored slots, 0 for the others."""
+        stored = np.arange(self.capacity) < self.count
+        return np.where(stored, self.priorities ** self.alpha, 0.0)
+
+    def probabilities(self) -> np.ndarray:
+        leaves = self.leaves()
+        return leaves / leaves.sum()
+
+    def weights(self, slots, beta: float) -> np.ndarray:
+        """``(N * P(i)) ** -beta`` over its maximum across the stored items, for each slot."""
+        probabilities = self.probabilities()[: self.count]
+        return (self.count * probabilities[slots]) ** -beta / (self.count * probabilities.min()) ** -beta
+
+    def reset(self) -> None:
+        super().reset()
+        self.priorities[:] = 0.0
+        self.max_priority = 1.0
+
+
+class ReservoirModel:
+    """Vitter's algorithm R, one item at a time, with numpy's random generator."""
+
+    def __init__(self, capacity: int, rng: np.random.Generator) -> None:
+        self.capacity, self.rng = capacity, rng
+        self.items = np.full(capacity, -1)
+        self.seen = 0
+
+    def offer(self, item: int) -> None:
+        self.seen += 1
+        if self.seen <= self.capacity:
+            self.items[self.seen - 1] = item
+        else:
+            slot = self.rng.integers(self.seen)
+            if slot < self.capacity:
+                self.items[slot] = item
+
+
+def apply_in_order(old: np.ndarray, rows, values, order) -> np.ndarray:
+    """A scatter that applies its writes in ``order`` (to mimic any order a device takes)."""
+    result = old.copy()
+    for j in order:
+        result[rows[j]] = values[j]
+    return result
+
+
+# ----------------------------------------------------------------- the W-test ReplayBuffer
+MS_DTYPES = [ms.float32, ms.int32, ms.float32]
+NAMES = ["state", "action", "reward"]
+
+# Batch sizes that cross every boundary of a capacity-7 ring: from empty, crossing the end
+# before full, exactly capacity, larger than capacity, empty batches, single items.
+SEQUENCE = [("single", 1), ("batch", 3), ("batch", 0), ("batch", 2), ("single", 1), ("batch", 3),
+            ("batch", 7), ("batch", 9), ("single", 1), ("batch", 2), ("batch", 16), ("batch", 3)]
+
+
+def make(capacity=7, sample_size=5, **kwargs) -> ReplayBuffer:
+    """A ReplayBuffer of the encoded columns (see :func:`encoded_batch`)."""
+    return ReplayBuffer(sample_size, capacity, SHAPES, MS_DTYPES, names=NAMES, **kwargs)
+
+
+def state_of(rb):
+    """The whole state of a ring buffer: its columns (copies), ``head`` and ``count``."""
+    return [c.asnumpy().copy() for c in rb.columns], int(rb.head), int(rb.count)
+
+
+def assert_matches(rb, model: RingModel) -> None:
+    """The buffer's whole state, ``size()`` and ``full()`` equal the model's."""
+    columns, head, count = state_of(rb)
+    assert (head, count) == (model.head, model.count)
+    for got, want in zip(columns, model.columns):
+        np.testing.assert_array_equal(got, want)
+    assert int(rb.size()) == model.count
+    assert bool(rb.full()) == (model.count == model.capacity)
+
+
+def assert_state_unchanged(before, after) -> None:
+    """Two :func:`state_of` results are identical, byte for byte."""
+    for got, want in zip(after[0], before[0]):
+        np.testing.assert_array_equal(got, want)
+    assert after[1:] == before[1:]
+
+
+class Learner(nn.Cell):
+    """A user's Cell: insert, then read the buffer, all in one compiled graph."""
+
+    def __init__(self, buffer):
+        super().__init__()
+        self.buffer = buffer
+
+    def construct(self, state, action, reward):
+        _ = self.buffer.insert([state, action, reward])
+        logical, sampled = self.buffer.sample_with_indices()
+        ordered = self.buffer.sample(True)
+        return self.buffer.size(), self.buffer.full(), self.buffer.get_item(-1), logical, sampled, ordered
+
+
+# ------------------------------------------------------------------------- bad calls
+GOOD = encoded_batch(0, 2)
+F32, I32 = np.float32, np.int32
+
+# Each malformed insert, with the error it gets: shared by the direct path and the writer.
+BAD_CALLS = [
+    ("insert a tensor, not a list", lambda rb: rb.insert(Tensor(GOOD[0])), TypeError,
+     r"'transition' must be a list or tuple"),
+    ("insert too few columns", lambda rb: rb.insert(GOOD[:2]), ValueError,
+     r"must have 3 columns \('state', 'action', 'reward'\), but got 2"),
+    ("insert too many columns", lambda rb: rb.insert([*GOOD, GOOD[0]]), ValueError, "must have 3 columns"),
+    ("insert a wrong item shape", lambda rb: rb.insert([np.zeros(3, F32), I32(1), np.zeros(1, F32)]),
+     ValueError, r"shape of column 'state' must be \(2,\) \(one item\) or \(n, 2\) \(a batch\), but got \(3,\)"),
+    ("insert a wrong batch shape", lambda rb: rb.insert([np.zeros((2, 5), F32), GOOD[1], GOOD[2]]),
+     ValueError, r"column 'state' .* but got \(2, 5\)"),
+    ("insert a wrong dtype", lambda rb: rb.insert([GOOD[0].astype(np.float64), GOOD[1], GOOD[2]]),
+     ValueError, r"dtype of column 'state' must be Float32, but got Float64"),
+    ("insert batches of different sizes", lambda rb: rb.insert([GOOD[0], GOOD[1][:1], GOOD[2]]),
+     ValueError, "every column must hold the same number of items"),
+    ("insert a single item beside a batch", lambda rb: rb.insert([GOOD[0][0], GOOD[1], GOOD[2]]),
+     ValueError, "every column must hold the same number of items"),
+    ("insert a python list column", lambda rb: rb.insert([[0.0, 1.0], GOOD[1], GOOD[2]]), TypeError,
+     "column 'state' must be a mindspore.Tensor or a numpy array, but got list"),
+    ("get_item past the newest", lambda rb: rb.get_item(2), IndexError, r"\[-2, 2\) .* but got 2"),
+    ("get_item before the oldest", lambda rb: rb.get_item(-3), IndexError, "but got -3"),
+    ("get_item a float", lambda rb: rb.get_item(1.0), TypeError, "'index' must be an int or an int tensor"),
+    ("get_item a bool", lambda rb: rb.get_item(True), TypeError, "'index' must be an int"),
+    ("get_item a float tensor", lambda rb: rb.get_item(Tensor(np.zeros(2, F32))), TypeError, "dtype Float32"),
+    ("get_item a 2-D tensor", lambda rb: rb.get_item(Tensor(np.zeros((1, 2), I32))), ValueError,
+     "a scalar or 1-D tensor"),
+    ("get_item a tensor with one bad index", lambda rb: rb.get_item(Tensor(np.array([0, 5], I32))),
+     IndexError, "but got 5"),
+    ("sample with a non-bool ordered", lambda rb: rb.sample(ordered="yes"), TypeError, "'ordered' must be a bool"),
+]
+
+
+# --------------------------------------------------------------------- TF-Agents face
+TUTORIAL_SPEC = (TensorSpec([3], ms.float32, "action"),
+                 (TensorSpec([5], ms.float32, "lidar"), TensorSpec([3, 2], ms.float32, "camera")))
+SPEC1 = {"value": TensorSpec([], ms.float32, "value")}
+
+
+class SegmentModel:
+    """``segments`` independent deques of at most ``max_length`` time steps (no ring arithmetic)."""
+
+    def __init__(self, segments: int, max_length: int) -> None:
+        self.steps = [collections.deque(maxlen=max_length) for _ in range(segments)]
+
+    def add(self, values_per_segment) -> None:
+        for segment, value in zip(self.steps, values_per_segment):
+            segment.append(value)
+
+    def stored(self) -> np.ndarray:  # [segments, time]
+        return np.array([list(s) for s in self.steps])
+
+
+def step_values(t: int, segments: int) -> np.ndarray:
+    """Time step t of every segment, encoded as ``1000 * t + segment``."""
+    return 1000 * t + np.arange(segments)
+
+
+def tutorial_items(t: int, batch_size: int = 32):
+    """Items of TF-Agents' tutorial spec for time step ``t``, every leaf encoding it."""
+    v = step_values(t, batch_size).astype(np.float32)
+    camera = np.broadcast_to(v[:, None, None], (batch_size, 3, 2)).copy()
+    return np.repeat(v[:, None], 3, 1), (np.repeat(v[:, None], 5, 1), camera)
+
+
+def to_np(tree):
+    """Every leaf of a nest as a numpy array."""
+    return optree.tree_map(lambda x: x.asnumpy() if isinstance(x, Tensor) else np.asarray(x), tree)
+
+
+def fill(rb, model, steps, segments, start=0):
+    """Add ``steps`` time steps of encoded values to a trajectory buffer and its model."""
+    for t in range(start, start + steps):
+        v = step_values(t, segments)
+        rb.add_batch({"value": v.astype(np.float32)})
+        model.add(v)
