@@ -41,11 +41,20 @@ def column_error(op: str, column: str, what: str, expected: object, got: object)
     return ValueError(f"For '{op}', the {what} of column '{column}' must be {expected}, but got {got}.")
 
 
+def leaf_error(op: str, leaf: str, what: str, expected: object, got: object) -> ValueError:
+    """A leaf of a nest (``items[1][0] 'lidar'``) of the wrong shape or dtype."""
+    return ValueError(f"For '{op}', the {what} of {leaf} must be {expected}, but got {got}.")
+
+
 def not_an_array_error(op: str, names: tuple[str, ...], i: int, got: object) -> TypeError:
     """Column ``i`` of a transition is neither a tensor nor a numpy array."""
     column = names[i] if i < len(names) else f"#{i}"
-    return TypeError(f"For '{op}', column '{column}' must be a mindspore.Tensor or a numpy array, "
-                     f"but got {type(got).__name__}.")
+    return leaf_not_an_array_error(op, f"column '{column}'", got)
+
+
+def leaf_not_an_array_error(op: str, leaf: str, got: object) -> TypeError:
+    """A column or leaf (named as ``leaf``) that is neither a tensor nor a numpy array."""
+    return TypeError(f"For '{op}', {leaf} must be a mindspore.Tensor or a numpy array, but got {type(got).__name__}.")
 
 
 def index_error(op: str, index: object, size: int) -> IndexError:

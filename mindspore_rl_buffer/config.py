@@ -27,8 +27,9 @@ from typing import Any
 from mindspore import nn
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer.priority_replay_buffer import PriorityReplayBuffer, check_exponent
-from mindspore_rl_buffer.replay_buffer import ReplayBuffer, check_size
+from mindspore_rl_buffer._validation import check_exponent, check_size
+from mindspore_rl_buffer.priority_replay_buffer import PriorityReplayBuffer
+from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.reservoir_replay_buffer import ReservoirReplayBuffer
 from mindspore_rl_buffer.specs import DTYPES, column_specs
 

@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 import optree
-from mindspore import Tensor, ops
+from mindspore import Tensor
 
+from mindspore_rl_buffer import _errors
+from mindspore_rl_buffer._validation import check_leaves
 from mindspore_rl_buffer.specs import DTYPES, TensorSpec
 
 _NONE_IS_LEAF = False
@@ -64,7 +66,7 @@ class FlatSpec:
 
         Raises:
             ValueError: If the structure, a shape or a dtype does not match; the message names
-                the leaf path, e.g. ``items[1][0] 'lidar': expected shape (32, 5), got (32, 4)``.
+                the leaf path, e.g. ``the shape of items[1][0] 'lidar' must be (32, 5), but got (32, 4)``.
             TypeError: If a leaf is not a tensor or numpy array.
         """
         try:
@@ -77,12 +79,11 @@ class FlatSpec:
         for i, leaf in enumerate(leaves):
             if isinstance(leaf, (np.ndarray, np.generic)):
                 if DTYPES.get(np.asarray(leaf).dtype.name) is None:
-                    raise ValueError(f"For '{op}', {self.describe(i)}: expected dtype {self.specs[i].dtype}, "
-                                     f"got {np.asarray(leaf).dtype}.")
+                    raise _errors.leaf_error(op, self.describe(i), "dtype", self.specs[i].dtype,
+                                             np.asarray(leaf).dtype)
                 leaf = Tensor(np.asarray(leaf))
             elif not isinstance(leaf, Tensor):
-                raise TypeError(f"For '{op}', {self.describe(i)}: expected a mindspore.Tensor or a numpy "
-                                f"array, got {type(leaf).__name__}.")
+                raise _errors.leaf_not_an_array_error(op, self.describe(i), leaf)
             tensors.append(leaf)
         if None in outer:
             outer = tuple(tensors[0].shape[j] if size is None and len(tensors[0].shape) > j else size
@@ -108,19 +109,13 @@ class FlatSpec:
         """Rebuild the nest of the spec from its leaves (host side)."""
         return optree.tree_unflatten(self.treespec, list(leaves))
 
+    def restore(self, nest: Any) -> Any:
+        """A nest with the spec's leaves, rebuilt with the spec's own types (host side).
 
-def check_leaves(op, descriptions, shapes, dtypes, got_shapes, got_dtypes):
-    """Check leaf shapes and dtypes; on the host, and as a compile-time check in a graph."""
-    for description, shape, dtype, got_shape, got_dtype in zip(descriptions, shapes, dtypes, got_shapes,
-                                                                 got_dtypes):
-        if tuple(got_shape) != tuple(shape):
-            raise ValueError(f"For '{op}', {description}: expected shape {tuple(shape)}, got {tuple(got_shape)}.")
-        if got_dtype != dtype:
-            raise ValueError(f"For '{op}', {description}: expected dtype {dtype}, got {got_dtype}.")
-    return True
-
-
-check_leaves_graph = ops.constexpr(check_leaves)
+        A graph's outputs keep dicts and lists but may turn a namedtuple into a tuple: this
+        gives a compiled call's output the exact structure of the spec again.
+        """
+        return self.unflatten(optree.tree_leaves(nest, none_is_leaf=_NONE_IS_LEAF))
 
 
 def leaf_at(items, path):
@@ -144,3 +139,18 @@ def rebuild(template, leaves):
     if hasattr(template, "_fields"):
         return type(template)(*[rebuild(value, leaves) for value in template])
     return tuple(rebuild(value, leaves) for value in template)
+
+
+def structure(nest: Any) -> tuple[list[Any], Any]:
+    """``(leaves, treespec)`` of any nest (tuples, lists, dicts, namedtuples); the treespec is hashable."""
+    return optree.tree_flatten(nest, none_is_leaf=_NONE_IS_LEAF)
+
+
+def template(treespec: Any) -> Any:
+    """The nest of ``treespec`` with the leaf numbers in place of its leaves, for :func:`rebuild`.
+
+    Examples:
+        >>> template(structure({'a': 'x', 'b': ('y', 'z')})[1])
+        {'a': 0, 'b': (1, 2)}
+    """
+    return optree.tree_unflatten(treespec, list(range(treespec.num_leaves)))

@@ -20,7 +20,7 @@ import numpy as np
 from mindspore import Tensor
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer.replay_buffer import check_batch, check_size
+from mindspore_rl_buffer._validation import check_batch, check_size
 from mindspore_rl_buffer.specs import DTYPES, numpy_dtype
 
 

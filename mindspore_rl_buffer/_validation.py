@@ -1,0 +1,229 @@
+"""Every host check of the library, in one place, with the messages of :mod:`._errors`.
+
+Direct calls check their input here before anything is launched, so a bad call leaves the
+buffer exactly as it was. The checks that also run when a graph is compiled (shapes and
+dtypes of what a ``construct`` passes to a buffer) have compile-time twins built with
+``ops.constexpr`` (``check_batch_graph``, ``check_leaves_graph``).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import mindspore as ms
+import numpy as np
+from mindspore import Tensor, ops
+
+from mindspore_rl_buffer import _errors
+
+INT_DTYPES = (ms.int8, ms.int16, ms.int32, ms.int64, ms.uint8, ms.uint16, ms.uint32, ms.uint64)
+FLOAT_DTYPES = (ms.float16, ms.bfloat16, ms.float32, ms.float64)
+
+
+# ------------------------------------------------------------------------------ scalars
+def check_size(op: str, arg: str, value: Any, minimum: int = 1) -> int:
+    """Return ``value`` if it is an int ``>= minimum`` (not a bool); raise otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise _errors.type_error(op, arg, "an int", value)
+    if value < minimum:
+        raise _errors.value_error(op, arg, f"an int >= {minimum}", value)
+    return int(value)
+
+
+def check_optional_size(op: str, arg: str, value: Any, minimum: int = 1) -> int | None:
+    """:func:`check_size`, with ``None`` allowed."""
+    return None if value is None else check_size(op, arg, value, minimum)
+
+
+def check_bool(op: str, arg: str, value: Any) -> bool:
+    """Return ``value`` if it is a bool; raise a TypeError naming ``arg`` otherwise."""
+    if not isinstance(value, bool):
+        raise _errors.type_error(op, arg, "a bool", value)
+    return value
+
+
+def check_ordered(op: str, ordered: Any, default: bool) -> bool:
+    """``ordered`` of a sample call: a bool, or ``None`` for the buffer's ``default``."""
+    if ordered is None:
+        return default
+    if not isinstance(ordered, bool):
+        raise _errors.type_error(op, "ordered", "a bool or None", ordered)
+    return ordered
+
+
+def check_exponent(op: str, arg: str, value: Any) -> float:
+    """Return ``value`` as a float if it is a finite real number ``>= 0`` (not a bool)."""
+    if isinstance(value, Tensor) and value.shape == () and value.dtype in FLOAT_DTYPES + INT_DTYPES:
+        value = value.asnumpy().item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise _errors.type_error(op, arg, "a float", value)
+    if not math.isfinite(value) or value < 0:
+        raise _errors.value_error(op, arg, "a finite float >= 0", value)
+    return float(value)
+
+
+def check_choice(op: str, arg: str, value: Any, choices: Sequence[str]) -> str:
+    """Return ``value`` if it is one of the strings ``choices``."""
+    expected = " or ".join(repr(choice) for choice in choices)
+    if not isinstance(value, str):
+        raise _errors.type_error(op, arg, expected, value)
+    if value not in choices:
+        raise ValueError(f"For '{op}', '{arg}' must be {expected}, but got {value!r}"
+                         f"{_errors.did_you_mean(value, choices)}")
+    return value
+
+
+# ------------------------------------------------------------------------ transitions
+def check_batch(op, names, shapes, dtypes, got_count, got_shapes, got_dtypes):
+    """Check one transition or a batch against the columns; return ``(batch_size, single)``.
+
+    A transition has each column's shape; a batch has a leading dimension ``n`` on every
+    column. Runs on the host for direct calls and, as :func:`check_batch_graph`, when a graph
+    is compiled.
+    """
+    if got_count != len(names):
+        raise ValueError(f"For '{op}', the transition must have {len(names)} columns "
+                         f"{tuple(names)}, but got {got_count}.")
+    batch_size, single = None, None
+    for name, shape, dtype, got_shape, got_dtype in zip(names, shapes, dtypes, got_shapes, got_dtypes):
+        got_shape = tuple(got_shape)
+        if got_dtype != dtype:
+            raise _errors.column_error(op, name, "dtype", dtype, got_dtype)
+        if got_shape == tuple(shape):
+            this_single, this_size = True, 1
+        elif len(got_shape) == len(shape) + 1 and got_shape[1:] == tuple(shape):
+            this_single, this_size = False, got_shape[0]
+        else:
+            expected = f"{tuple(shape)} (one item) or {('n', *shape)} (a batch)".replace("'n'", "n")
+            raise _errors.column_error(op, name, "shape", expected, got_shape)
+        if batch_size is None:
+            batch_size, single = this_size, this_single
+        elif (this_single, this_size) != (single, batch_size):
+            raise ValueError(f"For '{op}', every column must hold the same number of items, but column "
+                             f"'{names[0]}' has shape {tuple(got_shapes[0])} and column '{name}' "
+                             f"has shape {got_shape}.")
+    return batch_size, single
+
+
+check_batch_graph = ops.constexpr(check_batch)
+
+
+def host_tensor(op: str, names: Sequence[str], i: int, value: Any) -> Tensor:
+    """Column ``i`` of a direct call's transition as a tensor (a numpy array is converted)."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, (np.ndarray, np.generic)):
+        return Tensor(np.asarray(value))
+    raise _errors.not_an_array_error(op, tuple(names), i, value)
+
+
+def check_transition(op: str, names: Sequence[str], shapes: Sequence[tuple[int, ...]], dtypes: Sequence[Any],
+                     transition: Any) -> tuple[list[Tensor], int]:
+    """A direct call's transition as tensors, with its batch size; raises on any mismatch."""
+    if not isinstance(transition, (list, tuple)):
+        raise _errors.type_error(op, "transition", "a list or tuple of tensors, one per column", transition)
+    tensors = [host_tensor(op, names, i, value) for i, value in enumerate(transition)]
+    batch_size, _ = check_batch(op, names, shapes, dtypes, len(tensors), [t.shape for t in tensors],
+                                [t.dtype for t in tensors])
+    return tensors, batch_size
+
+
+# ---------------------------------------------------------------------------- indexes
+def host_index(op: str, arg: str, index: Any, what: str = "an int or an int tensor") -> np.ndarray:
+    """An int, an int numpy array or an int tensor as an int numpy array (scalar or 1-D)."""
+    if isinstance(index, (bool, np.bool_)):
+        raise _errors.type_error(op, arg, what, index)
+    if isinstance(index, (int, np.integer)):
+        return np.asarray(index, np.int64) if isinstance(index, int) else np.asarray(index)
+    if isinstance(index, (Tensor, np.ndarray)):
+        is_int = index.dtype in INT_DTYPES if isinstance(index, Tensor) else index.dtype.kind in "iu"
+        if not is_int:
+            raise TypeError(f"For '{op}', '{arg}' must be {what}, but got a tensor of dtype {index.dtype}.")
+        values = index.asnumpy() if isinstance(index, Tensor) else index
+        if values.ndim > 1:
+            raise _errors.value_error(op, arg, "a scalar or 1-D tensor", f"shape {values.shape}")
+        return values
+    raise _errors.type_error(op, arg, what, index)
+
+
+def check_logical_index(op: str, index: Any, size: int) -> np.ndarray:
+    """Logical indexes in ``[-size, size)`` as non-negative int32 (0 = oldest)."""
+    values = host_index(op, "index", index)
+    if values.size and (values.min() < -size or values.max() >= size):
+        bad = values[(values < -size) | (values >= size)]
+        raise _errors.index_error(op, bad.tolist()[0] if bad.ndim else int(bad), size)
+    return np.where(values < 0, values + size, values).astype(np.int32)
+
+
+def host_array(op: str, arg: str, value: Any, kinds: str, what: str) -> np.ndarray:
+    """A 1-D numpy view of a tensor or array whose dtype kind is one of ``kinds``."""
+    if isinstance(value, Tensor):
+        ok = value.dtype in (INT_DTYPES if kinds == "iu" else FLOAT_DTYPES)
+        array = value.asnumpy() if ok else None
+    elif isinstance(value, np.ndarray):
+        ok = value.dtype.kind in kinds
+        array = value
+    else:
+        raise _errors.type_error(op, arg, f"a 1-D {what} tensor", value)
+    if not ok:
+        raise TypeError(f"For '{op}', '{arg}' must be a 1-D {what} tensor, but got a tensor of dtype "
+                        f"{value.dtype}.")
+    if array.ndim != 1:
+        raise _errors.value_error(op, arg, f"a 1-D {what} tensor", f"shape {array.shape}")
+    return array
+
+
+def check_priorities(op: str, indices: Any, priorities: Any, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Slots in ``[0, size)`` and finite priorities ``>= 0`` of the same 1-D shape."""
+    slots = host_array(op, "indices", indices, "iu", "int")
+    values = host_array(op, "priorities", priorities, "f", "float")
+    if slots.shape != values.shape:
+        raise ValueError(f"For '{op}', 'priorities' must have the shape of 'indices' {slots.shape}, "
+                         f"but got {values.shape}.")
+    bad = ~np.isfinite(values) | (values < 0)
+    if bad.any():
+        raise _errors.value_error(op, "priorities", "finite and >= 0", values[bad][0].item())
+    out = (slots < 0) | (slots >= size)
+    if out.any():
+        raise _errors.slot_error(op, slots[out][0].item(), size)
+    return slots, values
+
+
+def check_not_empty(op: str, size: int) -> None:
+    """Refuse to read an empty buffer."""
+    if size == 0:
+        raise _errors.empty_error(op)
+
+
+# ----------------------------------------------------------------- TF-Agents' sampling
+def check_sample_args(op: str, sample_batch_size: Any, num_steps: Any, time_stacked: Any = True) -> None:
+    """The arguments shared by ``get_next`` and ``as_dataset``."""
+    check_optional_size(op, "sample_batch_size", sample_batch_size)
+    check_optional_size(op, "num_steps", num_steps)
+    check_bool(op, "time_stacked", time_stacked)
+
+
+def check_stored(op: str, num_steps: int | None, stored: int, max_length: int) -> None:
+    """Refuse to sample an empty buffer, or windows longer than what is stored."""
+    steps = 1 if num_steps is None else num_steps
+    if steps > max_length:
+        raise ValueError(f"For '{op}', 'num_steps' ({steps}) must not exceed the {max_length} time steps "
+                         f"the buffer can hold.")
+    check_not_empty(op, stored)
+    if steps > stored:
+        raise ValueError(f"For '{op}', 'num_steps' ({steps}) must not exceed the {stored} time steps stored.")
+
+
+def check_leaves(op, descriptions, shapes, dtypes, got_shapes, got_dtypes):
+    """Check the leaves of a nest against a data spec; on the host, and when a graph is compiled."""
+    for description, shape, dtype, got_shape, got_dtype in zip(descriptions, shapes, dtypes, got_shapes,
+                                                                 got_dtypes):
+        if tuple(got_shape) != tuple(shape):
+            raise _errors.leaf_error(op, description, "shape", tuple(shape), tuple(got_shape))
+        if got_dtype != dtype:
+            raise _errors.leaf_error(op, description, "dtype", dtype, got_dtype)
+    return True
+
+
+check_leaves_graph = ops.constexpr(check_leaves)
