@@ -7,7 +7,8 @@ from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.reservoir_replay_buffer import ReservoirReplayBuffer
 from mindspore_rl_buffer.sharded import ShardedReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec
-from mindspore_rl_buffer.trajectory import BufferInfo, TrajectoryReplayBuffer
+from mindspore_rl_buffer.tf_agents import BufferInfo
+from mindspore_rl_buffer.trajectory import TrajectoryReplayBuffer
 from mindspore_rl_buffer.writer import BufferWriter
 
 register_buffer_type(ShardedReplayBuffer)

@@ -1,12 +1,46 @@
-"""Telling a direct call from a call compiled into a graph, and the bare-call guard."""
+"""The seam between direct calls and graphs: one mechanism for every buffer method.
+
+Every public buffer method has two parts, written once each:
+
+* a **graph body**, ``body(self, *args, check)``, built from graph operators: it is what
+  the method becomes when MindSpore compiles a user's ``construct`` (or ``@jit`` function)
+  that calls it, with ``check=True`` (the documented runtime guards); and
+* a **host check**, ``host(self, *args, **kwargs)``, which validates a direct call's input
+  in Python and says what to launch (:class:`Launch`): the body's arguments, and
+  optionally a host function applied to the outputs.
+
+:func:`buffer_method` joins them into the public method. Compiled into a graph, the method
+is the body. Called directly, it takes the lock :data:`DIRECT_CALLS`, runs the host check
+(whose reads of the cursors then hold until the launch: no other thread's call can come
+between), and launches the body compiled with ``check=False`` (the host check made the
+guards redundant, and a graph whose guard fails cannot run again). The compiled twin is a
+``@jit`` closure over the buffer, one per combination of the call's static arguments
+(Python ints, bools, strings, None): such constants are part of the graph, and a closure
+keyed on them is measurably cheaper to launch than a method taking them as arguments.
+Tensor arguments, and lists or tuples of tensors, are passed to the twin flat.
+
+``in_graph()`` is tested here and nowhere else.
+"""
 from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any
 
-from mindspore import nn, ops
+from mindspore import Tensor, jit, nn, ops
 
 from mindspore_rl_buffer import _errors
+from mindspore_rl_buffer.nest import rebuild, structure, template
+
+# MindSpore's compile and launch are not thread-safe (a data-pipeline thread and the main
+# thread calling compiled graphs at once corrupt compilation): every direct call of a
+# buffer holds this lock, from its host check to the end of its launch.
+DIRECT_CALLS = threading.RLock()
+
+# MindSpore runs the assignment that its parser adds to a bare ``self.x.insert(...)``
+# statement through this function of its JIT fallback (mindspore/graph/_utils).
+_FALLBACK_SETATTR = "_jit_fallback_set_attr"
 
 
 def _marker() -> int:
@@ -22,24 +56,163 @@ def _is_none(obj):
 def in_graph():
     """True while MindSpore compiles the caller into a graph, False when Python runs it.
 
-    Buffer methods branch on it: compiled into a user's ``construct`` they emit graph ops;
-    called directly they check their input on the host and launch a compiled graph. The
-    condition is a compile-time constant, so only one branch reaches the graph.
+    A compile-time constant, so only one branch of a test on it reaches the graph. Used by
+    :func:`buffer_method` only.
     """
     return _is_none(_marker)
 
 
-# MindSpore's compile and launch are not thread-safe (a data-pipeline thread and the main
-# thread calling compiled graphs at once corrupt compilation): every direct call of a
-# buffer's compiled graphs holds this lock.
-DIRECT_CALLS = threading.RLock()
+class Launch:
+    """What a host check decides for a direct call: launch the body with ``args``.
 
-# MindSpore runs the assignment that its parser adds to a bare ``self.x.insert(...)``
-# statement through this function of its JIT fallback (mindspore/graph/_utils).
-_FALLBACK_SETATTR = "_jit_fallback_set_attr"
+    Args:
+        *args: The body's arguments (without ``check``).
+        finish (Callable): Applied, on the host and still under the lock, to the launch's
+            outputs; its result is the method's. Default: ``None`` (the outputs as they are).
+    """
+
+    __slots__ = ("args", "finish")
+
+    def __init__(self, *args: Any, finish: Callable[[Any], Any] | None = None) -> None:
+        self.args = args
+        self.finish = finish
 
 
-def check_not_rebound(prefix: str, methods: tuple[str, ...]) -> None:
+def discard(_: Any) -> None:
+    """A :class:`Launch` ``finish`` for methods that return nothing when called directly."""
+    return None
+
+
+def _split(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[Tensor]]:
+    """The static layout of ``args`` and their tensors, flat.
+
+    The layout has one entry per argument: ``("tensor",)``, ``("tensors", n)`` for a list or
+    tuple of ``n`` tensors, ``("nest", treespec)`` for a dict, namedtuple or nested tuple
+    of tensors, or ``("static", value)`` for anything else, which the compiled twin takes as
+    a constant. The layout is hashable: it keys the twins.
+    """
+    layout: list[Any] = []
+    flat: list[Tensor] = []
+    for arg in args:
+        if isinstance(arg, Tensor):
+            layout.append(("tensor",))
+            flat.append(arg)
+        elif isinstance(arg, (list, tuple)) and arg and all(isinstance(x, Tensor) for x in arg) \
+                and not hasattr(arg, "_fields"):
+            layout.append(("tensors", len(arg)))
+            flat.extend(arg)
+        else:
+            leaves, treespec = structure(arg)
+            if leaves and all(isinstance(x, Tensor) for x in leaves):
+                layout.append(("nest", treespec))
+                flat.extend(leaves)
+            else:
+                layout.append(("static", arg))
+    return tuple(layout), flat
+
+
+def _spans(layout: tuple[Any, ...]) -> tuple[tuple[int, int, int, Any], ...]:
+    """``(kind, start, stop, value)`` per argument: where the twin finds it among the flat tensors
+    (kind 0: one tensor, 1: a tuple of them, 2: a nest rebuilt from ``value``, 3: the constant ``value``)."""
+    spans, start = [], 0
+    for entry in layout:
+        if entry[0] == "tensor":
+            spans.append((0, start, start + 1, None))
+            start += 1
+        elif entry[0] == "tensors":
+            spans.append((1, start, start + entry[1], None))
+            start += entry[1]
+        elif entry[0] == "nest":
+            count = entry[1].num_leaves
+            spans.append((2, start, start + count, template(entry[1])))
+            start += count
+        else:
+            spans.append((3, start, start, entry[1]))
+    return tuple(spans)
+
+
+def _argument(flat, kind, start, stop, value):
+    if kind == 0:
+        return flat[start]
+    if kind == 1:
+        return flat[start:stop]
+    if kind == 2:
+        return rebuild(value, flat[start:stop])
+    return value
+
+
+def _make_twin(buffer: Any, body: Callable[..., Any], layout: tuple[Any, ...]) -> Callable[..., Any]:
+    spans = _spans(layout)
+
+    def twin(*flat):
+        return body(buffer, *[_argument(flat, kind, start, stop, value) for kind, start, stop, value in spans],
+                    check=False)
+
+    twin.__name__ = twin.__qualname__ = f"_direct_{body.__name__}"
+    return jit(twin)
+
+
+def launch(buffer: Any, body: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """Run ``body`` compiled (``check=False``) with ``args``; the caller holds :data:`DIRECT_CALLS`."""
+    layout, flat = _split(args)
+    twins = buffer.__dict__.setdefault("_direct_twins", {})
+    key = (body.__qualname__, layout)
+    twin = twins.get(key)
+    if twin is None:
+        twin = twins[key] = _make_twin(buffer, body, layout)
+    return twin(*flat)
+
+
+def buffer_method(host: Callable[..., Any] | None = None, *, returns_self: bool = False) -> Callable[..., Any]:
+    """Make a buffer method from its graph body and its host check (see the module docstring).
+
+    Args:
+        host (Callable): ``host(self, *args, **kwargs)`` checks a direct call and returns a
+            :class:`Launch`, or any other value to return it without launching. ``None``
+            launches the body with the call's positional arguments. Default: ``None``.
+        returns_self (bool): For methods whose names MindSpore's parser takes for list
+            methods (``insert``, ``clear``): inside a graph the method returns the buffer
+            itself, so the rebinding the parser makes of a bare ``self.buf.insert(...)``
+            statement is caught (see :class:`BufferCell`); called directly, ``None``.
+            Default: ``False``.
+
+    Returns:
+        A decorator for ``body(self, *args, check)``.
+    """
+
+    def decorate(body: Callable[..., Any]) -> Callable[..., Any]:
+        def method(self, *args, **kwargs):
+            if in_graph():
+                if returns_self:
+                    # A statement, not an assignment: MindSpore keeps a statement's side effects,
+                    # but drops a call whose assigned result is never used.
+                    body(self, *args, check=True, **kwargs)
+                    return self
+                return body(self, *args, check=True, **kwargs)
+            with DIRECT_CALLS:
+                plan = host(self, *args, **kwargs) if host is not None else Launch(*args)
+                if not isinstance(plan, Launch):
+                    return plan
+                outputs = launch(self, body, plan.args)
+                if plan.finish is not None:
+                    return plan.finish(outputs)
+            return None if returns_self else outputs
+
+        # Not functools.wraps: MindSpore's parser would follow __wrapped__ to the body's source.
+        method.__name__ = body.__name__
+        method.__qualname__ = body.__qualname__
+        method.__doc__ = body.__doc__
+        method.returns_self = returns_self
+        return method
+
+    return decorate
+
+
+# Method names that MindSpore's parser treats as list methods in a bare statement.
+_LIST_METHOD_NAMES = ("append", "clear", "extend", "insert", "pop", "remove", "reverse", "update")
+
+
+def check_not_rebound(prefix: str, cls: type) -> None:
     """Raise the bare-call error if a graph is assigning a buffer back to its attribute.
 
     Called from ``update_parameters_name``, which ``Cell.__setattr__`` calls on the value
@@ -52,6 +225,7 @@ def check_not_rebound(prefix: str, methods: tuple[str, ...]) -> None:
             return
         if frame.f_code.co_name == _FALLBACK_SETATTR:
             attr = prefix.rstrip(".") or "buffer"
+            methods = [name for name in _LIST_METHOD_NAMES if getattr(getattr(cls, name, None), "returns_self", False)]
             raise TypeError(_errors.BARE_CALL.format(method="/".join(methods), attr=attr))
         frame = frame.f_back
 
@@ -59,37 +233,14 @@ def check_not_rebound(prefix: str, methods: tuple[str, ...]) -> None:
 class BufferCell(nn.Cell):
     """Base of the buffer Cells: refuses the rebinding MindSpore makes of a bare call.
 
-    Methods named like list methods (``insert``, ``clear``) return the buffer itself inside a
-    graph, so that MindSpore's parser, which turns a bare ``self.buf.insert(...)`` statement
-    into ``self.buf = self.buf.insert(...)``, assigns the buffer back; that assignment runs
-    through ``Cell.__setattr__`` and ``update_parameters_name``, where it is caught.
+    Methods made with ``buffer_method(returns_self=True)`` (``insert``, ``clear``) return the
+    buffer itself inside a graph, so that MindSpore's parser, which turns a bare
+    ``self.buf.insert(...)`` statement into ``self.buf = self.buf.insert(...)``, assigns
+    the buffer back; that assignment runs through ``Cell.__setattr__`` and
+    ``update_parameters_name``, where it is caught and raised with the fix.
     """
-
-    # Public methods whose names MindSpore's parser takes for list methods.
-    _LIST_NAMED: tuple[str, ...] = ()
 
     def update_parameters_name(self, prefix="", recurse=True):
         """See ``mindspore.nn.Cell``; also refuses a graph's rebinding of the buffer."""
-        check_not_rebound(prefix, self._LIST_NAMED)
+        check_not_rebound(prefix, type(self))
         return super().update_parameters_name(prefix, recurse)
-
-    def save(self, path):
-        """Write the buffer (every column, both cursors, its specs) to ``path``, atomically.
-
-        ``path`` ends in ``.safetensors`` (recommended: streamed) or ``.ckpt``.
-
-        See :func:`mindspore_rl_buffer.save_checkpoint`.
-        """
-        from mindspore_rl_buffer.checkpoint import save_checkpoint
-
-        return save_checkpoint(self, path)
-
-    def load(self, path):
-        """Restore the buffer from ``path`` in place; refuses a checkpoint of another type,
-        capacity, shape or dtype and then leaves the buffer unchanged.
-
-        See :func:`mindspore_rl_buffer.load_checkpoint`.
-        """
-        from mindspore_rl_buffer.checkpoint import load_checkpoint
-
-        load_checkpoint(path, self)

@@ -30,7 +30,7 @@ from mindspore import Parameter, ParameterTuple, Tensor, jit, nn, ops
 
 from mindspore_rl_buffer.cartpole import NUM_ACTIONS, OBSERVATION_SIZE, CartPole
 from mindspore_rl_buffer.config import create_buffer
-from mindspore_rl_buffer.py_uniform import ring_insert
+from mindspore_rl_buffer.host_ring import NumpyRing
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.specs import numpy_dtype
 
@@ -348,27 +348,24 @@ class NumpyReplayBuffer:
     def __init__(self, sample_size: int, capacity: int, shapes: Sequence[Any], types: Sequence[Any],
                  seed: int | None = None):
         dtypes = [numpy_dtype(t) if isinstance(t, ms.dtype.Type) else np.dtype(t) for t in types]
-        self.columns = [np.zeros((capacity, *shape), dtype) for shape, dtype in zip(shapes, dtypes)]
+        self.ring = NumpyRing(capacity, shapes, dtypes)
         self.sample_size = sample_size
-        self.capacity = capacity
-        self.head = 0
-        self.count = 0
         self._rng = np.random.default_rng(seed)
 
     def insert(self, batch: Sequence[np.ndarray]) -> None:
         """Append a batch (leading dimension ``n`` on every column)."""
-        self.head, self.count = ring_insert(self.columns, self.head, self.count, list(batch))
+        self.ring.insert(list(batch))
 
     def sample(self) -> tuple[np.ndarray, ...]:
         """Draw ``sample_size`` stored items uniformly with replacement."""
-        if self.count == 0:
+        if self.ring.count == 0:
             raise ValueError("For 'sample', the buffer is empty: insert at least one item first.")
-        rows = self._rng.integers(0, self.count, self.sample_size)
-        return tuple(column[rows] for column in self.columns)
+        rows = self.ring.sample_rows(self._rng, self.sample_size)
+        return tuple(column[rows] for column in self.ring.columns)
 
     def size(self) -> int:
         """Items stored."""
-        return self.count
+        return self.ring.count
 
 
 # --------------------------------------------------------------------------- evaluation

@@ -1,29 +1,18 @@
 """PriorityReplayBuffer: prioritized experience replay whose ring and trees live on the device."""
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import mindspore as ms
 import numpy as np
-from mindspore import Parameter, Tensor, jit, ops
+from mindspore import Parameter, Tensor, ops
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._graph import in_graph
-from mindspore_rl_buffer.ops import priority, ring
-from mindspore_rl_buffer.replay_buffer import _INT_DTYPES, ReplayBuffer
-
-_FLOAT_DTYPES = (ms.float16, ms.bfloat16, ms.float32, ms.float64)
-
-
-def check_exponent(op: str, arg: str, value: Any) -> float:
-    """Return ``value`` as a float if it is a finite real number ``>= 0`` (not a bool)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise _errors.type_error(op, arg, "a float", value)
-    if not math.isfinite(value) or value < 0:
-        raise _errors.value_error(op, arg, "a finite float >= 0", value)
-    return float(value)
+from mindspore_rl_buffer._graph import Launch, buffer_method, discard
+from mindspore_rl_buffer._validation import check_exponent, check_not_empty, check_priorities, check_size
+from mindspore_rl_buffer.core import RingBuffer
+from mindspore_rl_buffer.ops import priority
 
 
 @ops.constexpr
@@ -31,25 +20,20 @@ def _refuse(op, cls, instead):
     raise _errors.not_offered_error(op, cls, instead)
 
 
-def _host_array(op: str, arg: str, value: Any, kinds: str, what: str) -> np.ndarray:
-    """A 1-D numpy copy of a Tensor or array whose dtype kind is one of ``kinds``."""
-    if isinstance(value, Tensor):
-        ok = value.dtype in (_INT_DTYPES if kinds == "iu" else _FLOAT_DTYPES)
-        array = value.asnumpy() if ok else None
-    elif isinstance(value, np.ndarray):
-        ok = value.dtype.kind in kinds
-        array = value
-    else:
-        raise _errors.type_error(op, arg, f"a 1-D {what} tensor", value)
-    if not ok:
-        raise TypeError(f"For '{op}', '{arg}' must be a 1-D {what} tensor, but got a tensor of dtype "
-                        f"{value.dtype}.")
-    if array.ndim != 1:
-        raise _errors.value_error(op, arg, f"a 1-D {what} tensor", f"shape {array.shape}")
-    return array
+def _host_sample(self: PriorityReplayBuffer, beta: Any) -> Launch:
+    beta = check_exponent("sample", "beta", beta)
+    check_not_empty("sample", int(self.count))
+    return Launch(Tensor(beta, ms.float32))
 
 
-class PriorityReplayBuffer(ReplayBuffer):
+def _host_update(self: PriorityReplayBuffer, indices: Any, priorities: Any) -> Launch | None:
+    slots, values = check_priorities("update_priorities", indices, priorities, int(self.count))
+    if not slots.size:
+        return None
+    return Launch(Tensor(slots.astype(np.int32)), Tensor(values.astype(np.float32)), finish=discard)
+
+
+class PriorityReplayBuffer(RingBuffer):
     """Prioritized experience replay (Schaul et al., 2016), on a sum tree and a min tree.
 
     Items are stored in the same FIFO ring as :class:`ReplayBuffer`. Each stored item has a
@@ -107,6 +91,8 @@ class PriorityReplayBuffer(ReplayBuffer):
         [3, 3, 3]
     """
 
+    BINDING_SETTINGS = ("alpha",)
+
     def __init__(
         self,
         alpha: float,
@@ -118,10 +104,16 @@ class PriorityReplayBuffer(ReplayBuffer):
         seed: int | None = None,
         names: Sequence[str] | None = None,
     ) -> None:
-        alpha = check_exponent(type(self).__name__, "alpha", alpha)
-        super().__init__(sample_size, capacity, shapes, types, seed=seed, names=names)
+        op = type(self).__name__
+        alpha = check_exponent(op, "alpha", alpha)
+        sample_size = check_size(op, "sample_size", sample_size)
+        if seed is not None:
+            check_size(op, "seed", seed, minimum=0)
+        super().__init__(capacity, shapes, types, names=names)
         self._alpha = alpha
-        sum_tree, min_tree = priority.empty_trees(self._capacity)
+        self._sample_size = sample_size
+        self._seed = seed
+        sum_tree, min_tree = priority.empty_trees(self.capacity)
         self.sum_tree = Parameter(sum_tree, name="sum_tree", requires_grad=False)
         self.min_tree = Parameter(min_tree, name="min_tree", requires_grad=False)
         self.max_priority = Parameter(Tensor(1.0, ms.float32), name="max_priority", requires_grad=False)
@@ -131,19 +123,20 @@ class PriorityReplayBuffer(ReplayBuffer):
         """The priority exponent."""
         return self._alpha
 
+    @property
+    def sample_size(self) -> int:
+        """Items per :meth:`sample`."""
+        return self._sample_size
+
     # ------------------------------------------------------------------------- insert
-    def _write(self, transition):
-        batch_size, batch = self._batch(transition)
-        if batch_size > 0:
-            rows, head, count = ring.insert(self.columns, self.head, self.count, batch)
-            priority.insert_priorities(self.sum_tree, self.min_tree, rows, self.max_priority, self._alpha,
-                                       self._capacity)
-            ops.assign(self.head, head)
-            ops.assign(self.count, count)
-        return batch_size
+    def _write(self, batch):
+        rows = RingBuffer._write(self, batch)
+        priority.insert_priorities(self.sum_tree, self.min_tree, rows, self.max_priority, self._alpha, self.capacity)
+        return rows
 
     # ------------------------------------------------------------------------- sample
-    def sample(self, beta):
+    @buffer_method(_host_sample)
+    def sample(self, beta, *, check=True):
         """Draw ``sample_size`` items with probability proportional to ``priority ** alpha``.
 
         Args:
@@ -162,24 +155,9 @@ class PriorityReplayBuffer(ReplayBuffer):
                 Inside a graph an empty buffer is reported when the graph runs, and that
                 compiled graph cannot run again; ``beta`` is not checked there.
         """
-        if in_graph():
-            return self._sample_graph(beta, True)
-        op = "sample"
-        if isinstance(beta, Tensor) and beta.shape == () and beta.dtype in _FLOAT_DTYPES:
-            beta = beta.asnumpy().item()
-        beta = check_exponent(op, "beta", beta)
-        if int(self.count) == 0:
-            raise _errors.empty_error(op)
-        return self._sample_compiled(Tensor(beta, ms.float32))
-
-    def _sample_graph(self, beta, check):
         slots, weights = priority.sample(self.sum_tree, self.min_tree, self.count, self._sample_size, beta,
-                                         self._capacity, self._seed, check)
+                                         self.capacity, self._seed, check)
         return slots, weights, tuple(ops.gather(column, slots, 0) for column in self.columns)
-
-    @jit
-    def _sample_compiled(self, beta):
-        return self._sample_graph(beta, False)
 
     def sample_with_indices(self, ordered=None):
         """Not offered: :meth:`sample` already returns the slots drawn.
@@ -191,7 +169,8 @@ class PriorityReplayBuffer(ReplayBuffer):
                        "sample(beta), which returns (indices, weights, transitions)")
 
     # ------------------------------------------------------------- update_priorities
-    def update_priorities(self, indices, priorities):
+    @buffer_method(_host_update)
+    def update_priorities(self, indices, priorities, *, check=True):
         """Set the priorities of stored items, by physical slot.
 
         Of a slot repeated in ``indices``, the last priority given wins, as in numpy's
@@ -204,7 +183,7 @@ class PriorityReplayBuffer(ReplayBuffer):
             priorities (Tensor): float, the shape of ``indices``, finite and ``>= 0``.
 
         Returns:
-            None.
+            None when called directly; inside a graph, the new largest priority.
 
         Raises:
             TypeError: If ``indices`` is not an int tensor or ``priorities`` not a float one.
@@ -215,46 +194,17 @@ class PriorityReplayBuffer(ReplayBuffer):
                 there, negative and NaN priorities are clamped to the floor and ``+inf``
                 is not checked.
         """
-        if in_graph():
-            self._update_graph(indices.astype(ms.int32), priorities, True)
-            return None
-        op = "update_priorities"
-        slots = _host_array(op, "indices", indices, "iu", "int")
-        values = _host_array(op, "priorities", priorities, "f", "float")
-        if slots.shape != values.shape:
-            raise ValueError(f"For '{op}', 'priorities' must have the shape of 'indices' {slots.shape}, "
-                             f"but got {values.shape}.")
-        bad = ~np.isfinite(values) | (values < 0)
-        if bad.any():
-            raise _errors.value_error(op, "priorities", "finite and >= 0", values[bad][0].item())
-        size = int(self.count)
-        out = (slots < 0) | (slots >= size)
-        if out.any():
-            raise _errors.slot_error(op, slots[out][0].item(), size)
-        if slots.size:
-            self._update_compiled(Tensor(slots.astype(np.int32)), Tensor(values.astype(np.float32)))
-        return None
-
-    def _update_graph(self, slots, priorities, check):
-        top = priority.update_priorities(self.sum_tree, self.min_tree, self.max_priority, self.count, slots,
-                                         priorities, self._alpha, self._capacity, check)
+        top = priority.update_priorities(self.sum_tree, self.min_tree, self.max_priority, self.count,
+                                         indices.astype(ms.int32), priorities, self._alpha, self.capacity, check)
         ops.assign(self.max_priority, top)
         return top
 
-    @jit
-    def _update_compiled(self, slots, priorities):
-        return self._update_graph(slots, priorities, False)
-
     # ------------------------------------------------------------------------- reset
-    def _reset_graph(self):
+    def _clear(self):
         ops.assign(self.sum_tree, ops.zeros_like(self.sum_tree))
         ops.assign(self.min_tree, ops.fill(ms.float32, self.min_tree.shape, float("inf")))
         ops.assign(self.max_priority, ops.ones_like(self.max_priority))
-        ops.assign(self.head, ops.zeros_like(self.head))
-        ops.assign(self.count, ops.zeros_like(self.count))
-        return self.count
+        return RingBuffer._clear(self)
 
-    def extend_repr(self) -> str:
-        columns = ", ".join(f"{s.name}: {s.shape} {s.dtype}" for s in self._specs)
-        return (f"alpha={self._alpha}, sample_size={self._sample_size}, capacity={self._capacity}, "
-                f"columns=[{columns}]")
+    def _settings(self) -> dict[str, Any]:
+        return {"alpha": self._alpha, "sample_size": self._sample_size, "seed": self._seed}

@@ -1,35 +1,29 @@
 """PyUniformReplayBuffer: the TF-Agents API over numpy arrays, for collection on the host."""
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from mindspore_rl_buffer._validation import check_sample_args, check_size, check_stored
+from mindspore_rl_buffer.checkpoint import Checkpointable, ring_contract, spec_record
+from mindspore_rl_buffer.host_ring import NumpyRing
 from mindspore_rl_buffer.nest import FlatSpec
-from mindspore_rl_buffer.replay_buffer import ReplayBuffer, check_size
-from mindspore_rl_buffer.specs import numpy_dtype
-from mindspore_rl_buffer.trajectory import BufferInfo, TFAgentsAPI, check_sample_args, check_stored
+from mindspore_rl_buffer.replay_buffer import ReplayBuffer
+from mindspore_rl_buffer.specs import TensorSpec, numpy_dtype
+from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI
 
 
-def ring_insert(columns: list[np.ndarray], head: int, count: int, batch: list[np.ndarray]) -> tuple[int, int]:
-    """Append ``batch`` (leading dimension ``n``) to numpy ``columns`` in place: the numpy twin of
-    :func:`mindspore_rl_buffer.ops.insert`, under the same cursor contract. Returns the new cursors."""
-    capacity, n = len(columns[0]), len(batch[0])
-    kept = min(n, capacity)
-    rows = (head + count + (n - kept) + np.arange(kept)) % capacity
-    for column, values in zip(columns, batch):
-        column[rows] = values[n - kept:]
-    total = count + n
-    new_count = min(total, capacity)
-    return (head + total - new_count) % capacity, new_count
-
-
-class PyUniformReplayBuffer(TFAgentsAPI):
+class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
     """TF-Agents' ``PyUniformReplayBuffer``: a flat ring of ``capacity`` items in numpy arrays.
 
     No MindSpore graph is needed to add or read; :meth:`to_device` hands the contents to an
-    on-device :class:`ReplayBuffer` in one call. The ring keeps the same cursor contract as
-    the device buffers (see :mod:`mindspore_rl_buffer.ops`); item ids are physical rows.
+    on-device :class:`ReplayBuffer` in one call. Safe to share between threads: every method
+    holds the buffer's lock. The items live in a
+    :class:`~mindspore_rl_buffer.host_ring.NumpyRing`, under the same cursor contract as the
+    device buffers (see :mod:`mindspore_rl_buffer.ops`); item ids are physical rows.
 
     Args:
         data_spec: A :class:`TensorSpec` or any nest of them.
@@ -48,16 +42,17 @@ class PyUniformReplayBuffer(TFAgentsAPI):
         ((3, 2, 2), [0.3333333432674408, 0.3333333432674408, 0.3333333432674408])
     """
 
+    _YIELDS_TENSORS = False
+
     def __init__(self, data_spec: Any, capacity: int, *, seed: int | None = None) -> None:
-        op = type(self).__name__
-        self._capacity = check_size(op, "capacity", capacity)
+        self._capacity = check_size(type(self).__name__, "capacity", capacity)
         self._flat = FlatSpec.of(data_spec)
         self._data_spec = data_spec
-        self._columns = [np.zeros((self._capacity, *spec.shape), numpy_dtype(spec.dtype))
-                         for spec in self._flat.specs]
-        self._head = 0
-        self._count = 0
+        self._ring = NumpyRing(self._capacity, [spec.shape for spec in self._flat.specs],
+                               [numpy_dtype(spec.dtype) for spec in self._flat.specs])
+        self._seed = seed
         self._rng = np.random.default_rng(seed)
+        self._lock = threading.RLock()
 
     @property
     def data_spec(self) -> Any:
@@ -69,7 +64,7 @@ class PyUniformReplayBuffer(TFAgentsAPI):
 
     def num_frames(self) -> int:
         """Items stored."""
-        return self._count
+        return self._ring.count
 
     def add_batch(self, items: Any) -> None:
         """Append items with an outer dimension (1 in TF-Agents; a larger one is appended in order).
@@ -79,7 +74,8 @@ class PyUniformReplayBuffer(TFAgentsAPI):
                 the leaf path; nothing is written.
         """
         leaves = [leaf.asnumpy() for leaf in self._flat.flatten("add_batch", items, (None,))]
-        self._head, self._count = ring_insert(self._columns, self._head, self._count, leaves)
+        with self._lock:
+            self._ring.insert(leaves)
 
     def get_next(self, sample_batch_size: int | None = None, num_steps: int | None = None,
                  time_stacked: bool = True) -> tuple[Any, BufferInfo]:
@@ -88,13 +84,13 @@ class PyUniformReplayBuffer(TFAgentsAPI):
         :meth:`TrajectoryReplayBuffer.get_next`, as numpy arrays."""
         op = "get_next"
         check_sample_args(op, sample_batch_size, num_steps, time_stacked)
-        check_stored(op, num_steps, self._count, self._capacity)
         picks = 1 if sample_batch_size is None else sample_batch_size
         steps = 1 if num_steps is None else num_steps
-        starts = self._rng.integers(0, self._count - steps + 1, size=(picks, 1))
-        rows = (self._head + starts + np.arange(steps)) % self._capacity
-        probabilities = np.full(picks, 1.0 / (self._count - steps + 1), np.float32)
-        leaves = [column[rows] for column in self._columns]
+        with self._lock:
+            check_stored(op, num_steps, self._ring.count, self._capacity)
+            rows = self._ring.window_rows(self._rng, picks, steps)
+            probabilities = np.full(picks, 1.0 / (self._ring.count - steps + 1), np.float32)
+            leaves = [column[rows] for column in self._ring.columns]
         ids = rows.astype(np.int32)
         if num_steps is None:
             leaves, ids = [x[:, 0] for x in leaves], ids[:, 0]
@@ -106,25 +102,20 @@ class PyUniformReplayBuffer(TFAgentsAPI):
             return items, BufferInfo(tuple(np.take(ids, t, axis) for t in range(steps)), probabilities)
         return self._flat.unflatten(leaves), BufferInfo(ids, probabilities)
 
-    def _ordered_rows(self) -> np.ndarray:
-        return (self._head + np.arange(self._count)) % self._capacity
-
     def gather_all(self) -> Any:
         """Every stored item, oldest first, as leaves of shape ``[1, time, ...]``."""
-        rows = self._ordered_rows()
-        return self._flat.unflatten([column[rows][None] for column in self._columns])
+        with self._lock:
+            return self._flat.unflatten([column[None] for column in self._ring.ordered()])
 
     def _gather_numpy(self) -> tuple[list[np.ndarray], np.ndarray]:
-        rows = self._ordered_rows()
-        return [column[rows][None] for column in self._columns], rows[None].astype(np.int32)
-
-    @staticmethod
-    def _wrap(arrays: list[np.ndarray]) -> list[np.ndarray]:
-        return arrays
+        with self._lock:
+            rows = self._ring.ordered_rows()
+            return [column[rows][None] for column in self._ring.columns], rows[None].astype(np.int32)
 
     def clear(self) -> None:
         """Empty the buffer (cursors back to 0)."""
-        self._head = self._count = 0
+        with self._lock:
+            self._ring.clear()
 
     def to_device(self, buffer: ReplayBuffer | None = None, *, sample_size: int = 1) -> ReplayBuffer:
         """Hand every stored item, oldest first, to an on-device :class:`ReplayBuffer` in one insert.
@@ -148,39 +139,48 @@ class PyUniformReplayBuffer(TFAgentsAPI):
         want = [(s.shape, s.dtype) for s in specs]
         if got != want:
             raise ValueError(f"For 'to_device', the buffer's columns must be {want}, but got {got}.")
-        if self._count:
-            rows = self._ordered_rows()
-            buffer.insert([column[rows] for column in self._columns])
+        with self._lock:
+            stored = self._ring.ordered() if self._ring.count else None
+        if stored is not None:
+            buffer.insert(stored)
         return buffer
 
-    def _describe(self) -> str:
-        columns = ", ".join(f"{n}: {s.shape} {s.dtype}" for n, s in zip(self._flat.column_names(), self._flat.specs))
-        return f"PyUniformReplayBuffer(capacity={self._capacity}, columns=[{columns}])"
-
-    def _host_state(self) -> dict[str, np.ndarray]:
-        state = {f"columns.{name}": column for name, column in zip(self._flat.column_names(), self._columns)}
-        state["head"] = np.array(self._head, np.int32)
-        state["count"] = np.array(self._count, np.int32)
-        return state
-
-    def _restore_host_state(self, state: dict[str, np.ndarray]) -> None:
-        for name, column in zip(self._flat.column_names(), self._columns):
-            column[...] = state[f"columns.{name}"]
-        self._head, self._count = int(state["head"]), int(state["count"])
-
+    # ------------------------------------------------------------------------- records
     def save(self, path: Any) -> Any:
-        """Write every column and both cursors to ``path`` (``.safetensors`` or ``.ckpt``), atomically
-        (see :func:`mindspore_rl_buffer.save_checkpoint`)."""
-        from mindspore_rl_buffer.checkpoint import save_checkpoint
-
-        return save_checkpoint(self, path)
+        """See :meth:`~mindspore_rl_buffer.checkpoint.Checkpointable.save`; holds the lock while writing."""
+        with self._lock:
+            return super().save(path)
 
     def load(self, path: Any) -> None:
-        """Restore from ``path``; refuses a checkpoint of another capacity, shape or dtype."""
-        from mindspore_rl_buffer.checkpoint import load_checkpoint
+        """See :meth:`~mindspore_rl_buffer.checkpoint.Checkpointable.load`; holds the lock while restoring."""
+        with self._lock:
+            super().load(path)
 
-        load_checkpoint(path, self)
+    def checkpoint_record(self) -> dict[str, Any]:
+        """See :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`."""
+        specs = tuple(TensorSpec(spec.shape, spec.dtype, name)
+                      for spec, name in zip(self._flat.specs, self._flat.column_names()))
+        return {"type": type(self).__name__, "capacity": self._capacity, "specs": spec_record(specs),
+                "settings": {"seed": self._seed}}
+
+    def checkpoint_tensors(self) -> dict[str, np.ndarray]:
+        """Every column (``columns.<name>``) and both cursors, as numpy arrays."""
+        state = {f"columns.{name}": column for name, column in zip(self._flat.column_names(), self._ring.columns)}
+        state["head"] = np.array(self._ring.head, np.int32)
+        state["count"] = np.array(self._ring.count, np.int32)
+        return state
+
+    def checkpoint_cursors(self, read: Any) -> list[str]:
+        """The ring's cursor contract, on the checkpoint's ``head`` and ``count``."""
+        problem = ring_contract(int(read("head")), int(read("count")), self._capacity)
+        return [problem] if problem else []
+
+    def restore_checkpoint(self, values: Mapping[str, np.ndarray]) -> None:
+        """Copy validated checkpoint values into the ring."""
+        for name, column in zip(self._flat.column_names(), self._ring.columns):
+            column[...] = values[f"columns.{name}"]
+        self._ring.head, self._ring.count = int(values["head"]), int(values["count"])
 
     def __repr__(self) -> str:
-        return f"PyUniformReplayBuffer(capacity={self._capacity}, stored={self._count}, data_spec={self._data_spec})"
-
+        return (f"PyUniformReplayBuffer(capacity={self._capacity}, stored={self._ring.count}, "
+                f"data_spec={self._data_spec})")

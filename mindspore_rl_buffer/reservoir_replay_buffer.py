@@ -74,44 +74,26 @@ class ReservoirReplayBuffer(ReplayBuffer):
         super().__init__(sample_size, capacity, shapes, types, seed=seed, names=names)
         self.seen = Parameter(Tensor(0, ms.int64), name="seen", requires_grad=False)
 
-    def insert(self, transition):
-        """Offer one item or a batch of items to the reservoir (algorithm R, item by item).
+    def _write(self, batch):
+        """Offer the batch to the reservoir, item by item under algorithm R: while fewer than
+        ``capacity`` items were seen, items fill the next slots in order; after that, the
+        ``k``-th item replaces a uniformly chosen slot with probability ``capacity / k``."""
+        seen, count = reservoir.insert(self.columns, self.seen, batch, self._seed)
+        ops.assign(self.seen, seen)
+        ops.assign(self.count, count)
+        return count
 
-        While fewer than ``capacity`` items were seen, items fill the next slots in order;
-        after that, the ``k``-th item replaces a uniformly chosen slot with probability
-        ``capacity / k``. Inside a ``construct`` write ``_ = self.buffer.insert(...)``
-        (see :meth:`ReplayBuffer.insert`).
-
-        Args:
-            transition (Union[list[Tensor], tuple[Tensor]]): One tensor (or numpy array, for
-                direct calls) per column: of the column's shape for one item, or with a
-                leading batch dimension ``n`` (0 is allowed, and ``n`` may exceed
-                ``capacity``). Dtypes must match the columns.
-
-        Returns:
-            None when called directly; the buffer itself inside a graph.
-
-        Raises:
-            TypeError: If ``transition`` is not a list or tuple, or a column is not a tensor.
-            ValueError: If the number of columns, a shape or a dtype does not match; the
-                buffer is left unchanged.
-        """
-        return super().insert(transition)
-
-    def _write(self, transition):
-        batch_size, batch = self._batch(transition)
-        if batch_size > 0:
-            seen, count = reservoir.insert(self.columns, self.seen, batch, self._seed)
-            ops.assign(self.seen, seen)
-            ops.assign(self.count, count)
-        return batch_size
-
-    def _reset_graph(self):
+    def _clear(self):
         ops.assign(self.seen, ops.zeros_like(self.seen))
-        ops.assign(self.head, ops.zeros_like(self.head))
-        ops.assign(self.count, ops.zeros_like(self.count))
-        return self.count
+        return ReplayBuffer._clear(self)
 
-    def extend_repr(self) -> str:
-        columns = ", ".join(f"{s.name}: {s.shape} {s.dtype}" for s in self._specs)
-        return f"sample_size={self._sample_size}, capacity={self._capacity}, columns=[{columns}]"
+    def _settings(self) -> dict[str, Any]:
+        return {"sample_size": self.sample_size, "seed": self._seed}
+
+    def checkpoint_cursors(self, read: Any) -> list[str]:
+        """The reservoir's contract: ``head == 0`` and ``count == min(seen, capacity)``, ``seen >= 0``."""
+        head, count, seen = int(read(self.head)), int(read(self.count)), int(read(self.seen))
+        if seen < 0 or head != 0 or count != min(seen, self.capacity):
+            return [f"head={head}, count={count}, seen={seen}: a reservoir keeps head=0 and "
+                    f"count=min(seen, {self.capacity})"]
+        return []

@@ -9,7 +9,6 @@ distributed job the buffer is a :class:`ReplayBuffer` of ``world_size == 1``.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -17,18 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import mindspore as ms
-import numpy as np
-from mindspore import Tensor, jit, nn, ops
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._graph import DIRECT_CALLS, BufferCell, in_graph
-from mindspore_rl_buffer.checkpoint import write_atomically
+from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method
+from mindspore_rl_buffer._validation import check_choice, check_not_empty, check_ordered, check_size, check_transition
+from mindspore_rl_buffer.checkpoint import Checkpointable, load_checkpoint, save_checkpoint, spec_record
 from mindspore_rl_buffer.ops import sharded as sharded_ops
-from mindspore_rl_buffer.replay_buffer import ReplayBuffer, check_size
+from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec
 
 SAMPLING = ("local", "global")
-_CHECKPOINT_FORMAT = 1
 
 
 def current_world() -> tuple[int, int, str | None]:
@@ -84,38 +81,35 @@ def _saved_world_sizes(path: str | os.PathLike) -> set[int]:
     return {int(match.group(1)) for name in os.listdir(stem.parent) if (match := pattern.fullmatch(name))}
 
 
-class _GlobalSample(nn.Cell):
-    """The graph a direct global :meth:`ShardedReplayBuffer.sample` runs: unguarded, returning the total.
-
-    An ``nn.Cell`` rather than a ``@jit`` method: with collectives inside, a ``@jit`` method
-    call was measured 3 times slower than the same graph run as a Cell (NOTES-shard.md).
-    ``auto_prefix=False`` leaves the shard's Parameter names alone.
-    """
-
-    def __init__(self, storage: ReplayBuffer, rank: int, group: str, ordered: bool, seed: int | None) -> None:
-        super().__init__(auto_prefix=False)
-        self.storage = storage
-        self._rank, self._group, self._ordered, self._seed = rank, group, ordered, seed
-
-    def construct(self):
-        return sharded_ops.sample_global(self.storage.columns, self.storage.head, self.storage.count,
-                                         self.storage.sample_size, self._rank, self._group, self._ordered,
-                                         self._seed, False)
+def _host_insert(self: ShardedReplayBuffer, transition: Any) -> Launch | None:
+    storage = self.storage
+    tensors, batch_size = check_transition("insert", storage.names, storage.shapes, storage.dtypes, transition)
+    return Launch(tensors) if batch_size else None
 
 
-class _GlobalCount(nn.Cell):
-    """The graph a direct :meth:`ShardedReplayBuffer.size` runs (a Cell, as :class:`_GlobalSample`)."""
+def _host_sample(self: ShardedReplayBuffer, ordered: Any = None, with_indices: bool = False) -> Launch:
+    op = "sample"
+    ordered = check_ordered(op, ordered, self._ordered)
+    local = int(self.storage.count)
+    if self._world_size == 1:
+        check_not_empty(op, local)
+        return Launch(ordered, with_indices)
+    if self._sampling == "local":
+        if local == 0:
+            raise _errors.empty_shard_error(op, self._rank)
+        return Launch(ordered, with_indices)
 
-    def __init__(self, storage: ReplayBuffer, group: str) -> None:
-        super().__init__(auto_prefix=False)
-        self.storage = storage
-        self._group = group
+    def checked(outputs: Any) -> Any:
+        # Every rank reads the same total, so every rank raises alike (no rank is left
+        # waiting in a collective). The graph ran unguarded, so it stays usable.
+        drawn, values, total = outputs
+        check_not_empty(op, int(total))
+        return (drawn, values) if with_indices else values
 
-    def construct(self):
-        return sharded_ops.gather_counts(self.storage.count, self._group).sum().astype(ms.int32)
+    return Launch(ordered, with_indices, finish=checked)
 
 
-class ShardedReplayBuffer(BufferCell):
+class ShardedReplayBuffer(BufferCell, Checkpointable):
     """A uniform replay buffer sharded over the data-parallel ranks of a distributed job.
 
     Create it on every rank of a job started with ``msrun`` (``mindspore.communication`` is
@@ -174,7 +168,7 @@ class ShardedReplayBuffer(BufferCell):
         [(2, 2), (2,)]
     """
 
-    _LIST_NAMED = ("insert",)
+    BINDING_SETTINGS = ("world_size", "rank", "local_capacity")
 
     def __init__(
         self,
@@ -192,11 +186,7 @@ class ShardedReplayBuffer(BufferCell):
         op = type(self).__name__
         check_size(op, "sample_size", sample_size)
         capacity = check_size(op, "capacity", capacity)
-        if not isinstance(sampling, str):
-            raise _errors.type_error(op, "sampling", "'local' or 'global'", sampling)
-        if sampling not in SAMPLING:
-            raise ValueError(f"For '{op}', 'sampling' must be 'local' or 'global', but got {sampling!r}"
-                             f"{_errors.did_you_mean(sampling, SAMPLING)}")
+        check_choice(op, "sampling", sampling, SAMPLING)
         rank, world_size, group = current_world()
         if capacity < world_size:
             raise ValueError(f"For '{op}', 'capacity' ({capacity}) must be at least the world size "
@@ -214,9 +204,6 @@ class ShardedReplayBuffer(BufferCell):
             for spec in self.storage.specs:
                 if spec.dtype in sharded_ops.UNMOVABLE:
                     raise _errors.unmovable_dtype_error(op, spec.name, spec.dtype)
-        # Graphs of the direct collective calls, built on first use; a dict, so that they are
-        # not sub-cells of the buffer (they share its shard).
-        self._direct_graphs: dict[Any, nn.Cell] = {}
 
     # ----------------------------------------------------------------- properties (host)
     @property
@@ -258,11 +245,10 @@ class ShardedReplayBuffer(BufferCell):
     def writer(self, batch_size: int = 32):
         """A :class:`~mindspore_rl_buffer.writer.BufferWriter` inserting into this rank's
         shard ``batch_size`` transitions at a time; see :meth:`ReplayBuffer.writer`."""
-        from mindspore_rl_buffer.writer import BufferWriter
+        return self.storage.writer(batch_size)
 
-        return BufferWriter(self, batch_size)
-
-    def insert(self, transition):
+    @buffer_method(_host_insert, returns_self=True)
+    def insert(self, transition, *, check=True):
         """Append one transition or a batch of them to this rank's shard; no communication.
 
         Inside a ``construct`` write ``_ = self.buffer.insert(...)`` (see
@@ -279,10 +265,8 @@ class ShardedReplayBuffer(BufferCell):
             ValueError: If the number of columns, a shape or a dtype does not match; the
                 shard is left unchanged.
         """
-        if in_graph():
-            self.storage._write(transition)
-            return self
-        return self.storage.insert(transition)
+        _ = self.storage.insert(transition)
+        return self.storage.count
 
     # ------------------------------------------------------------------------- sample
     def sample(self, ordered=None):
@@ -305,7 +289,7 @@ class ShardedReplayBuffer(BufferCell):
                 every rank); direct calls, checked on the host. Inside a graph the run fails with
                 ``RuntimeError: assert failed`` instead, and that compiled graph cannot run again.
         """
-        return self.sample_with_indices(ordered)[1]
+        return self._sample(ordered, False)
 
     def sample_with_indices(self, ordered=None):
         """Like :meth:`sample`, and also return the indexes of the items drawn.
@@ -316,91 +300,67 @@ class ShardedReplayBuffer(BufferCell):
             globally they index the union, shard 0's items first: see
             :mod:`mindspore_rl_buffer.ops.sharded`.
         """
-        if in_graph():
-            if self._world_size == 1 or self._sampling == "local":
-                return self.storage.sample_with_indices(ordered)
-            if ordered is None:
-                ordered = self._ordered
-            _, drawn, values = sharded_ops.sample_global(
-                self.storage.columns, self.storage.head, self.storage.count, self._sample_size, self._rank,
-                self._group, ordered, self._seed, True)
-            return drawn, values
-        if self._world_size == 1:
-            return self.storage.sample_with_indices(ordered)
-        op = "sample"
+        return self._sample(ordered, True)
+
+    @buffer_method(_host_sample)
+    def _sample(self, ordered, with_indices, *, check=True):
         if ordered is None:
             ordered = self._ordered
-        if not isinstance(ordered, bool):
-            raise _errors.type_error(op, "ordered", "a bool or None", ordered)
-        if self._sampling == "local":
-            if int(self.storage.count) == 0:
-                raise _errors.empty_shard_error(op, self._rank)
-            return self.storage.sample_with_indices(ordered)
-        with DIRECT_CALLS:
-            total, drawn, values = self._direct_graph(("sample", ordered))()
-        # Every rank reads the same total, so every rank raises alike (no rank is left
-        # waiting in a collective). The graph was run unguarded, so it stays usable.
-        if int(total) == 0:
-            raise _errors.empty_error(op)
-        return drawn, values
-
-    def _direct_graph(self, key: Any) -> nn.Cell:
-        if key not in self._direct_graphs:
-            if key[0] == "sample":
-                graph = _GlobalSample(self.storage, self._rank, self._group, key[1], self._seed)
-            else:
-                graph = _GlobalCount(self.storage, self._group)
-            self._direct_graphs[key] = graph
-        return self._direct_graphs[key]
+        if self._world_size == 1 or self._sampling == "local":
+            if with_indices:
+                return self.storage.sample_with_indices(ordered)
+            return self.storage.sample(ordered)
+        storage = self.storage
+        total, drawn, values = sharded_ops.sample_global(storage.columns, storage.head, storage.count,
+                                                         self._sample_size, self._rank, self._group, ordered,
+                                                         self._seed, check)
+        if not check:
+            # A direct call: the host checks the total after the launch (see _host_sample).
+            return drawn, values, total
+        return (drawn, values) if with_indices else values
 
     # ------------------------------------------------------------- reset, size, full
-    def reset(self):
+    @buffer_method()
+    def reset(self, *, check=True):
         """Empty this rank's shard (both cursors back to 0); no communication.
 
         Every rank resets its own shard: call it on every rank to empty the whole buffer.
         """
-        if in_graph():
-            return self.storage._reset_graph()
         return self.storage.reset()
 
     def local_size(self):
         """Items in this rank's shard, as an int32 scalar tensor; no communication."""
         return self.storage.size()
 
-    def size(self):
+    @buffer_method()
+    def size(self, *, check=True):
         """Items in all shards together, as an int32 scalar tensor; a collective call."""
         if self._world_size == 1:
             return self.storage.size()
-        if in_graph():
-            return self._total()
-        with DIRECT_CALLS:
-            return self._direct_graph(("count",))()
-
-    def _total(self):
         return sharded_ops.gather_counts(self.storage.count, self._group).sum().astype(ms.int32)
 
-    def full(self):
+    @buffer_method()
+    def full(self, *, check=True):
         """Whether every shard is full (the total is ``capacity``), a bool scalar tensor; a collective call."""
         if self._world_size == 1:
             return self.storage.full()
-        if in_graph():
-            return self._total() == self._capacity
-        with DIRECT_CALLS:
-            return self._direct_graph(("count",))() == self._capacity
+        return sharded_ops.gather_counts(self.storage.count, self._group).sum().astype(ms.int32) == self._capacity
 
     # ------------------------------------------------------------------ save, load
-    def _metadata(self) -> dict[str, Any]:
-        return {"format": _CHECKPOINT_FORMAT, "world_size": self._world_size, "rank": self._rank,
-                "capacity": self._capacity, "local_capacity": self.local_capacity,
-                "columns": [[s.name, list(s.shape), str(s.dtype)] for s in self.specs]}
+    def checkpoint_record(self) -> dict[str, Any]:
+        """See :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`."""
+        return {"type": type(self).__name__, "capacity": self._capacity, "specs": spec_record(self.specs),
+                "settings": {"world_size": self._world_size, "rank": self._rank,
+                             "local_capacity": self.local_capacity, "sampling": self._sampling,
+                             "sample_size": self._sample_size, "ordered": self._ordered, "seed": self._seed}}
 
     def save(self, path: str | os.PathLike) -> str:
         """Write this rank's shard to its own file, ``<path>.rank<r>-of-<n>.ckpt``; no communication.
 
-        Written atomically (temporary file, fsync, rename). The file holds the shard's columns
-        and cursors (``mindspore.save_checkpoint``) and the
-        metadata :meth:`load` checks: world size, rank, capacities, column names, shapes
-        and dtypes. Call it on every rank.
+        Written atomically (temporary file, fsync, rename), in the one checkpoint format of
+        every buffer (:func:`~mindspore_rl_buffer.save_checkpoint`): the shard's columns and
+        cursors and the record :meth:`load` checks (world size, rank, capacities, columns).
+        Call it on every rank.
 
         Args:
             path (Union[str, os.PathLike]): The checkpoint's name; a ``.ckpt`` ending is
@@ -410,26 +370,22 @@ class ShardedReplayBuffer(BufferCell):
             str, the file written.
         """
         file = shard_path(path, self._rank, self._world_size)
-        Path(file).parent.mkdir(parents=True, exist_ok=True)
-        storage = self.storage
-        params = [{"name": f"column/{name}", "data": column} for name, column in zip(storage._names, storage.columns)]
-        params += [{"name": "head", "data": storage.head}, {"name": "count", "data": storage.count}]
-        # Atomic, like every buffer's save: a crash mid-write leaves the previous file intact.
-        write_atomically(params, Path(file), "ckpt", append_dict={"metadata": json.dumps(self._metadata())})
+        save_checkpoint(self, file)
         return file
 
     def load(self, path: str | os.PathLike) -> None:
         """Restore this rank's shard, in place, from the file :meth:`save` wrote; no communication.
 
-        The Parameters are written through a compiled graph, so graphs that already use
-        the buffer (a user's compiled ``construct`` included) see the restored state.
+        The Parameters are restored in place, so graphs that already use the buffer (a
+        user's compiled ``construct`` included) see the restored state.
 
         Args:
             path (Union[str, os.PathLike]): The name given to :meth:`save`.
 
         Raises:
             ValueError: If the checkpoint was saved by a job of another world size, or its
-                rank, capacities or columns differ from this buffer's; nothing is changed.
+                rank, capacities or columns differ from this buffer's, or its cursors break
+                the contract; nothing is changed.
             FileNotFoundError: If there is no checkpoint for this rank at all.
         """
         op = "load"
@@ -439,37 +395,7 @@ class ShardedReplayBuffer(BufferCell):
             if saved:
                 raise _errors.world_size_error(op, os.fspath(path), saved[0], self._world_size)
             raise _errors.missing_shard_error(op, file)
-        data = ms.load_checkpoint(file)
-        metadata = json.loads(str(data.get("metadata", "{}")))
-        expected = self._metadata()
-        if metadata.get("world_size") != self._world_size:
-            raise _errors.world_size_error(op, file, metadata.get("world_size"), self._world_size)
-        for key in ("format", "rank", "capacity", "local_capacity", "columns"):
-            if metadata.get(key) != expected[key]:
-                raise _errors.checkpoint_error(op, file, key, expected[key], metadata.get(key))
-        storage = self.storage
-        columns = [data[f"column/{name}"] for name in storage._names]
-        for name, spec, value in zip(storage._names, self.specs, columns):
-            if tuple(value.shape) != (self.local_capacity, *spec.shape) or value.dtype != spec.dtype:
-                raise _errors.checkpoint_error(op, file, f"column '{name}'",
-                                               f"{(self.local_capacity, *spec.shape)} {spec.dtype}",
-                                               f"{tuple(value.shape)} {value.dtype}")
-        head, count = (int(np.asarray(data[key].asnumpy())) for key in ("head", "count"))
-        if not (0 <= count <= self.local_capacity and 0 <= head < self.local_capacity
-                and (head == 0 or count == self.local_capacity)):
-            raise _errors.checkpoint_error(op, file, "cursors", "within the cursor contract",
-                                           f"head={head}, count={count}")
-        with DIRECT_CALLS:
-            self._restore_compiled(Tensor(head, ms.int32), Tensor(count, ms.int32),
-                                   *(Tensor(value.asnumpy()) for value in columns))
-
-    @jit
-    def _restore_compiled(self, head, count, *columns):
-        for parameter, value in zip(self.storage.columns, columns):
-            ops.assign(parameter, value)
-        ops.assign(self.storage.head, head)
-        ops.assign(self.storage.count, count)
-        return count
+        load_checkpoint(file, self)
 
     def extend_repr(self) -> str:
         return (f"sampling={self._sampling!r}, rank={self._rank}, world_size={self._world_size}, "

@@ -1,169 +1,70 @@
-"""The TF-Agents face: data-spec nests, ``add_batch``, ``get_next``, ``as_dataset``, ``gather_all``.
+"""TrajectoryReplayBuffer: TF-Agents' ``TFUniformReplayBuffer`` over the ring core.
 
-:class:`TrajectoryReplayBuffer` is the counterpart of TF-Agents' ``TFUniformReplayBuffer``
-over the same core as :class:`ReplayBuffer`: it *is* a ring buffer whose item is one time
-step of every segment (column ``c`` of shape ``(max_length, batch_size, *spec_c.shape)``),
-with ``head``/``count`` cursors over time, read through the operators of
-:mod:`mindspore_rl_buffer.ops`.
+It holds a ring buffer, ``storage``, whose item is one time step of every segment (column
+``c`` of shape ``(max_length, batch_size, *spec_c.shape)``), with ``head``/``count`` cursors
+over time, and reads it through the operators of :mod:`mindspore_rl_buffer.ops`.
 """
 from __future__ import annotations
 
-import collections
-from collections.abc import Iterator
 from typing import Any
 
 import mindspore as ms
 import numpy as np
-from mindspore import Tensor, jit, ops
+import optree
+from mindspore import Tensor, ops
 
-from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._graph import DIRECT_CALLS, BufferCell, in_graph
-from mindspore_rl_buffer.nest import FlatSpec, check_leaves_graph, leaf_at, rebuild
+from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, discard
+from mindspore_rl_buffer._validation import check_leaves_graph, check_sample_args, check_size, check_stored
+from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
+from mindspore_rl_buffer.host_ring import logical_rows
+from mindspore_rl_buffer.nest import FlatSpec, leaf_at, rebuild
 from mindspore_rl_buffer.ops import ring
-from mindspore_rl_buffer.replay_buffer import ReplayBuffer, check_size
-
-BufferInfo = collections.namedtuple("BufferInfo", ["ids", "probabilities"])
-BufferInfo.__doc__ = """What :meth:`get_next` drew: the items' ids and each pick's sampling probability."""
-
-_ZERO = Tensor(0, ms.int32)
+from mindspore_rl_buffer.ops._common import ZERO
+from mindspore_rl_buffer.replay_buffer import ReplayBuffer
+from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI
 
 
-def check_sample_args(op: str, sample_batch_size: Any, num_steps: Any, time_stacked: Any = True) -> None:
-    """Host check of the arguments shared by ``get_next`` and ``as_dataset``."""
-    for arg, value in (("sample_batch_size", sample_batch_size), ("num_steps", num_steps)):
-        if value is not None:
-            check_size(op, arg, value)
-    if not isinstance(time_stacked, bool):
-        raise _errors.type_error(op, "time_stacked", "a bool", time_stacked)
+def _host_add_batch(self: TrajectoryReplayBuffer, items: Any) -> Launch:
+    leaves = self._flat.flatten("add_batch", items, (self._batch_size,))
+    return Launch(self._flat.unflatten(leaves), finish=discard)
 
 
-def check_stored(op: str, num_steps: int | None, stored: int, max_length: int) -> None:
-    """Refuse to sample an empty buffer, or windows longer than what is stored."""
-    steps = 1 if num_steps is None else num_steps
-    if steps > max_length:
-        raise ValueError(f"For '{op}', 'num_steps' ({steps}) must not exceed the {max_length} time steps "
-                         f"the buffer can hold.")
-    if stored == 0:
-        raise _errors.empty_error(op)
-    if steps > stored:
-        raise ValueError(f"For '{op}', 'num_steps' ({steps}) must not exceed the {stored} time steps stored.")
+def _host_get_next(self: TrajectoryReplayBuffer, sample_batch_size: Any = None, num_steps: Any = None,
+                   time_stacked: Any = True) -> Launch:
+    op = "get_next"
+    check_sample_args(op, sample_batch_size, num_steps, time_stacked)
+    check_stored(op, num_steps, int(self.storage.count), self._max_length)
+
+    def restore(outputs: Any) -> Any:
+        items, (ids, probabilities) = outputs
+        if num_steps is not None and not time_stacked:
+            return tuple(self._flat.restore(item) for item in items), BufferInfo(tuple(ids), probabilities)
+        return self._flat.restore(items), BufferInfo(ids, probabilities)
+
+    return Launch(sample_batch_size, num_steps, time_stacked, finish=restore)
 
 
-def deterministic_pass(leaves: list[np.ndarray], ids: np.ndarray, sample_batch_size: int | None,
-                       num_steps: int | None) -> Iterator[tuple[list[np.ndarray], np.ndarray]]:
-    """Every stored item once, in order: segment by segment, oldest first (as TF-Agents).
+def _host_gather_all(self: TrajectoryReplayBuffer) -> Launch:
+    stored = int(self.storage.count)
 
-    ``leaves`` are ``[segments, time, ...]`` in logical order. With ``num_steps`` the time
-    axis is cut into consecutive, non-overlapping windows (a last partial window is
-    dropped); with ``sample_batch_size`` segments are read in groups of that many, the last
-    group possibly smaller, all segments of a group stepping through time together.
-    """
-    segments, length = ids.shape
-    steps = 1 if num_steps is None else num_steps
-    starts = range(0, length - steps + 1, steps)
-    group = 1 if sample_batch_size is None else sample_batch_size
-    for first in range(0, segments, group):
-        chosen = slice(first, first + group)
-        for start in starts:
-            time = start if num_steps is None else slice(start, start + steps)
-            if sample_batch_size is None:
-                yield [leaf[first, time] for leaf in leaves], ids[first, time]
-            else:
-                yield [leaf[chosen, time] for leaf in leaves], ids[chosen, time]
+    def stored_steps(items: Any) -> Any:
+        return self._flat.restore([x[:, :stored] for x in optree.tree_leaves(items)])
+
+    return Launch(finish=stored_steps)
 
 
-class TFAgentsAPI:
-    """``as_dataset`` and ``as_mindspore_dataset`` over ``get_next`` and ``_gather_numpy``."""
+def _host_gathered(self: TrajectoryReplayBuffer) -> Launch:
+    def to_numpy(outputs: Any) -> tuple[list[np.ndarray], np.ndarray]:
+        leaves, head, count = outputs
+        stored = int(count)
+        rows = logical_rows(int(head), np.arange(stored), self._max_length)
+        ids = rows[None, :] * self._batch_size + np.arange(self._batch_size)[:, None]
+        return [x.asnumpy()[:, :stored] for x in leaves], ids.astype(np.int32)
 
-    _flat: FlatSpec
-
-    def as_dataset(self, sample_batch_size: int | None = None, num_steps: int | None = None,
-                   num_parallel_calls: int | None = None, single_deterministic_pass: bool = False):
-        """An iterable of ``(items, BufferInfo)`` for training loops.
-
-        Args:
-            sample_batch_size (int): Items per element; ``None`` for single items. Default: ``None``.
-            num_steps (int): Consecutive time steps per item; ``None`` for single steps.
-                Default: ``None``.
-            num_parallel_calls (int): Accepted for TF-Agents compatibility; calls are made one
-                at a time. Default: ``None``.
-            single_deterministic_pass (bool): Walk every stored item once in order (segment by
-                segment, oldest first) instead of sampling forever. Default: ``False``.
-
-        Returns:
-            An iterable; sampling is endless, the deterministic pass ends after the last item.
-        """
-        op = "as_dataset"
-        check_sample_args(op, sample_batch_size, num_steps)
-        if num_parallel_calls is not None:
-            check_size(op, "num_parallel_calls", num_parallel_calls)
-        if not isinstance(single_deterministic_pass, bool):
-            raise _errors.type_error(op, "single_deterministic_pass", "a bool", single_deterministic_pass)
-        if single_deterministic_pass:
-            return _DeterministicPass(self, sample_batch_size, num_steps)
-        return _Sampler(self, sample_batch_size, num_steps)
-
-    def as_mindspore_dataset(self, sample_batch_size: int | None = None, num_steps: int | None = None,
-                             single_deterministic_pass: bool = False, num_samples: int | None = None):
-        """The same stream as :meth:`as_dataset`, as a ``mindspore.dataset.GeneratorDataset``.
-
-        Columns: one per leaf of the data spec (named as the buffer's columns), then ``ids``
-        and, when sampling, ``probabilities``. The pipeline reads in a thread of its own; the
-        buffer serialises its compiled calls with a lock, and MindSpore's prefetch means a
-        sampled batch may be a few batches older than the newest ``add_batch``.
-
-        Args:
-            num_samples (int): Stop after this many elements; ``None`` samples without end.
-                Default: ``None``.
-        """
-        import mindspore.dataset as ds
-
-        if num_samples is not None:
-            check_size("as_mindspore_dataset", "num_samples", num_samples)
-        dataset = self.as_dataset(sample_batch_size, num_steps, None, single_deterministic_pass)
-        names = [*self._flat.column_names(), "ids"] + ([] if single_deterministic_pass else ["probabilities"])
-
-        def rows():
-            for n, (items, info) in enumerate(dataset):
-                if num_samples is not None and n >= num_samples:
-                    return
-                leaves = [np.asarray(_host(x)) for x in self._flat.leaves(items)]
-                extra = [np.asarray(_host(info.ids))]
-                if not single_deterministic_pass:
-                    extra.append(np.asarray(_host(info.probabilities)))
-                yield tuple(leaves + extra)
-
-        return ds.GeneratorDataset(rows, column_names=names, shuffle=False, num_parallel_workers=1,
-                                   python_multiprocessing=False)
+    return Launch(finish=to_numpy)
 
 
-def _host(x: Any) -> Any:
-    return x.asnumpy() if isinstance(x, Tensor) else x
-
-
-class _Sampler:
-    def __init__(self, buffer: Any, sample_batch_size: int | None, num_steps: int | None) -> None:
-        self.buffer, self.sample_batch_size, self.num_steps = buffer, sample_batch_size, num_steps
-
-    def __iter__(self):
-        while True:
-            yield self.buffer.get_next(self.sample_batch_size, self.num_steps)
-
-
-class _DeterministicPass:
-    def __init__(self, buffer: Any, sample_batch_size: int | None, num_steps: int | None) -> None:
-        self.buffer, self.sample_batch_size, self.num_steps = buffer, sample_batch_size, num_steps
-
-    def __iter__(self):
-        leaves, ids = self.buffer._gather_numpy()
-        if ids.shape[1] == 0:
-            raise _errors.empty_error("as_dataset")
-        for chunk, chunk_ids in deterministic_pass(leaves, ids, self.sample_batch_size, self.num_steps):
-            yield self.buffer._flat.unflatten(self.buffer._wrap(chunk)), BufferInfo(
-                self.buffer._wrap([chunk_ids])[0], ())
-
-
-class TrajectoryReplayBuffer(BufferCell, TFAgentsAPI):
+class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
     """TF-Agents' ``TFUniformReplayBuffer`` on the device: ``batch_size`` segments of ``max_length`` steps.
 
     Each :meth:`add_batch` appends one time step to every segment (one per environment);
@@ -203,7 +104,7 @@ class TrajectoryReplayBuffer(BufferCell, TFAgentsAPI):
         (2, 4)
     """
 
-    _LIST_NAMED = ("clear",)
+    BINDING_SETTINGS = ("batch_size", "max_length")
 
     def __init__(self, data_spec: Any, batch_size: int, max_length: int, *, seed: int | None = None) -> None:
         super().__init__()
@@ -246,7 +147,8 @@ class TrajectoryReplayBuffer(BufferCell, TFAgentsAPI):
         return self.storage.size() * self._batch_size
 
     # ------------------------------------------------------------------------ add_batch
-    def add_batch(self, items):
+    @buffer_method(_host_add_batch, returns_self=True)
+    def add_batch(self, items, *, check=True):
         """Append one time step to every segment.
 
         Args:
@@ -257,23 +159,19 @@ class TrajectoryReplayBuffer(BufferCell, TFAgentsAPI):
 
         Raises:
             ValueError: If the structure, a shape or a dtype does not match the spec; the
-                message names the leaf path, e.g. ``items[1][0] 'lidar': expected shape
-                (32, 5), got (32, 4)``; nothing is written.
+                message names the leaf path, e.g. ``the shape of items[1][0] 'lidar' must be
+                (32, 5), but got (32, 4)``; nothing is written.
             TypeError: If a leaf is not a tensor or numpy array.
         """
-        if in_graph():
-            leaves = [leaf_at(items, path) for path in self._paths]
-            check_leaves_graph("add_batch", self._descriptions, self._leaf_shapes, self._leaf_dtypes,
-                               [x.shape for x in leaves], [x.dtype for x in leaves])
-            self.storage._write(leaves)
-            return self
-        leaves = self._flat.flatten("add_batch", items, (self._batch_size,))
-        with DIRECT_CALLS:
-            self.storage._insert_compiled(*leaves)
-        return None
+        leaves = [leaf_at(items, path) for path in self._paths]
+        check_leaves_graph("add_batch", self._descriptions, self._leaf_shapes, self._leaf_dtypes,
+                           [x.shape for x in leaves], [x.dtype for x in leaves])
+        _ = self.storage.insert(leaves)
+        return self.storage.count
 
     # ------------------------------------------------------------------------- get_next
-    def get_next(self, sample_batch_size=None, num_steps=None, time_stacked=True):
+    @buffer_method(_host_get_next)
+    def get_next(self, sample_batch_size=None, num_steps=None, time_stacked=True, *, check=True):
         """Sample items: random (segment, time) picks, optionally ``num_steps`` long.
 
         A pick of ``num_steps`` steps stays within one segment and never crosses the write
@@ -297,26 +195,16 @@ class TrajectoryReplayBuffer(BufferCell, TFAgentsAPI):
                 (direct calls). Inside a graph the run fails with ``RuntimeError: assert failed``
                 instead, and that compiled graph cannot run again.
         """
-        if in_graph():
-            return self._get_next_graph(sample_batch_size, num_steps, time_stacked, True)
-        op = "get_next"
-        check_sample_args(op, sample_batch_size, num_steps, time_stacked)
-        check_stored(op, num_steps, int(self.storage.count), self._max_length)
-        with DIRECT_CALLS:
-            leaves, ids, probabilities = self._get_next_compiled(sample_batch_size, num_steps)
-        return self._shape_output(leaves, ids, probabilities, sample_batch_size, num_steps, time_stacked)
-
-    def _draw(self, sample_batch_size, num_steps, check):
         picks = 1 if sample_batch_size is None else sample_batch_size
         steps = 1 if num_steps is None else num_steps
-        rows, _ = ring.sample_windows(self.storage.head, self.storage.count, picks, steps, self._max_length,
-                                      self._seed, check)
-        segments = ops.uniform((picks, 1), _ZERO, self._segments, seed=self._segment_seed, dtype=ms.int32)
+        storage = self.storage
+        rows, _ = ring.sample_windows(storage.head, storage.count, picks, steps, self._max_length, self._seed, check)
+        segments = ops.uniform((picks, 1), ZERO, self._segments, seed=self._segment_seed, dtype=ms.int32)
         segments = ops.broadcast_to(segments, (picks, steps))
         index = ops.stack((rows, segments), -1)
-        leaves = [ops.gather_nd(column, index) for column in self.storage.columns]
+        leaves = [ops.gather_nd(column, index) for column in storage.columns]
         ids = rows * self._batch_size + segments
-        valid = ((self.storage.count - steps + 1) * self._batch_size).astype(ms.float32)
+        valid = ((storage.count - steps + 1) * self._batch_size).astype(ms.float32)
         probabilities = ops.ones((picks,), ms.float32) / valid
         if num_steps is None:
             leaves = [x[:, 0] for x in leaves]
@@ -325,67 +213,38 @@ class TrajectoryReplayBuffer(BufferCell, TFAgentsAPI):
             leaves = [x[0] for x in leaves]
             ids = ids[0]
             probabilities = probabilities[0]
-        return leaves, ids, probabilities
-
-    @jit
-    def _get_next_compiled(self, sample_batch_size, num_steps):
-        return self._draw(sample_batch_size, num_steps, False)
-
-    def _get_next_graph(self, sample_batch_size, num_steps, time_stacked, check):
-        leaves, ids, probabilities = self._draw(sample_batch_size, num_steps, check)
-        time_axis = 0 if sample_batch_size is None else 1
         if num_steps is not None and not time_stacked:
-            items = tuple(rebuild(self._template, [ops.gather(x, t, time_axis) for x in leaves])
-                          for t in range(num_steps))
-            return items, BufferInfo(tuple(ops.gather(ids, t, time_axis) for t in range(num_steps)),
-                                     probabilities)
+            if sample_batch_size is None:
+                items = tuple(rebuild(self._template, [x[t] for x in leaves]) for t in range(num_steps))
+                return items, BufferInfo(tuple(ids[t] for t in range(num_steps)), probabilities)
+            items = tuple(rebuild(self._template, [x[:, t] for x in leaves]) for t in range(num_steps))
+            return items, BufferInfo(tuple(ids[:, t] for t in range(num_steps)), probabilities)
         return rebuild(self._template, leaves), BufferInfo(ids, probabilities)
 
-    def _shape_output(self, leaves, ids, probabilities, sample_batch_size, num_steps, time_stacked):
-        if num_steps is None or time_stacked:
-            return self._flat.unflatten(leaves), BufferInfo(ids, probabilities)
-
-        def step(x, t):
-            return x[t] if sample_batch_size is None else x[:, t]
-
-        items = tuple(self._flat.unflatten([step(x, t) for x in leaves]) for t in range(num_steps))
-        return items, BufferInfo(tuple(step(ids, t) for t in range(num_steps)), probabilities)
-
     # ----------------------------------------------------------------------- gather_all
-    def gather_all(self):
+    @buffer_method(_host_gather_all)
+    def gather_all(self, *, check=True):
         """Every stored item, as leaves of shape ``[batch_size, time, ...]``, oldest first.
 
         Inside a graph the time dimension is ``max_length`` (shapes are static there): the
         first ``size()`` steps are the stored ones.
         """
-        if in_graph():
-            return rebuild(self._template, self._gather_graph())
-        stored = int(self.storage.count)
-        with DIRECT_CALLS:
-            leaves = self._gather_compiled()
-        return self._flat.unflatten([x[:, :stored] for x in leaves])
+        return rebuild(self._template, self._ordered_leaves())
 
-    def _gather_graph(self):
+    def _ordered_leaves(self):
         return [ops.swapaxes(x, 0, 1) for x in ring.gather_ordered(self.storage.columns, self.storage.head)]
 
-    @jit
-    def _gather_compiled(self):
-        return self._gather_graph()
+    @buffer_method(_host_gathered)
+    def _gathered(self, *, check=True):
+        """Every row in logical order with the cursors read in the same launch."""
+        return self._ordered_leaves(), self.storage.head + 0, self.storage.count + 0
 
     def _gather_numpy(self) -> tuple[list[np.ndarray], np.ndarray]:
-        stored, head = int(self.storage.count), int(self.storage.head)
-        with DIRECT_CALLS:
-            leaves = [x.asnumpy()[:, :stored] for x in self._gather_compiled()]
-        rows = (head + np.arange(stored)) % self._max_length
-        ids = rows[None, :] * self._batch_size + np.arange(self._batch_size)[:, None]
-        return leaves, ids.astype(np.int32)
-
-    @staticmethod
-    def _wrap(arrays: list[np.ndarray]) -> list[Tensor]:
-        return [Tensor(np.array(a, copy=True)) for a in arrays]
+        return self._gathered()
 
     # --------------------------------------------------------------------------- clear
-    def clear(self):
+    @buffer_method(returns_self=True)
+    def clear(self, *, check=True):
         """Empty the buffer (cursors back to 0; nothing is re-allocated).
 
         A bare ``self.buffer.clear()`` statement works inside a ``construct``: although
@@ -394,8 +253,12 @@ class TrajectoryReplayBuffer(BufferCell, TFAgentsAPI):
         rebind the buffer as it does for ``insert(...)``, the buffer raises the same error
         naming the fix.
         """
-        if in_graph():
-            self.storage._reset_graph()
-            return self
-        self.storage.reset()
-        return None
+        return self.storage.reset()
+
+    # ------------------------------------------------------------------------- records
+    def checkpoint_record(self) -> dict[str, Any]:
+        """See :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`."""
+        specs = [spec.__class__(spec.shape, spec.dtype, name)
+                 for spec, name in zip(self._flat.specs, self._flat.column_names())]
+        return {"type": type(self).__name__, "capacity": self.capacity, "specs": spec_record(tuple(specs)),
+                "settings": {"batch_size": self._batch_size, "max_length": self._max_length, "seed": self._seed}}

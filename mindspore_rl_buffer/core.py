@@ -1,0 +1,245 @@
+"""RingBuffer: the ring core every device buffer is built on.
+
+State: one ``Parameter`` per column, of shape ``(capacity, *spec.shape)``, and the int32
+cursors ``head`` and ``count``, under the cursor contract of :mod:`mindspore_rl_buffer.ops`.
+The core's public methods (``insert``, ``get_item``, ``reset``, ``size``, ``full``,
+``writer``, ``save``, ``load``) are made with :func:`~mindspore_rl_buffer._graph.buffer_method`,
+so each works called directly and compiled into a user's graph.
+
+The interface for the buffers built on the core, in the manner of TF-Agents' public
+``add_batch`` over an overridable ``_add_batch``:
+
+* subclasses (:class:`~mindspore_rl_buffer.ReplayBuffer`,
+  :class:`~mindspore_rl_buffer.PriorityReplayBuffer`, ...) override the graph hooks
+  :meth:`RingBuffer._write` (store a checked batch, move the cursors, return the rows
+  written) and :meth:`RingBuffer._clear` (the state as constructed), and the record hooks
+  :meth:`RingBuffer._settings` and :meth:`RingBuffer.checkpoint_cursors`;
+* buffers that hold a core as ``storage`` (:class:`~mindspore_rl_buffer.TrajectoryReplayBuffer`,
+  :class:`~mindspore_rl_buffer.ShardedReplayBuffer`) use only its public methods and its public
+  state (``columns``, ``head``, ``count``, ``capacity``, ``specs``), which they may pass to
+  the operators of :mod:`mindspore_rl_buffer.ops`.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import mindspore as ms
+from mindspore import Parameter, ParameterTuple, Tensor, ops
+from mindspore.common.initializer import initializer
+
+from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method
+from mindspore_rl_buffer._validation import (
+    check_batch_graph,
+    check_logical_index,
+    check_size,
+    check_transition,
+)
+from mindspore_rl_buffer.checkpoint import Checkpointable, ring_contract, spec_record
+from mindspore_rl_buffer.ops import ring
+from mindspore_rl_buffer.specs import TensorSpec, column_specs
+from mindspore_rl_buffer.writer import BufferWriter
+
+
+@ops.constexpr
+def _index_constant(index):
+    return Tensor(index, ms.int32)
+
+
+def _host_insert(self: RingBuffer, transition: Any) -> Launch | None:
+    tensors, batch_size = check_transition("insert", self.names, self.shapes, self.dtypes, transition)
+    return Launch(tensors) if batch_size else None
+
+
+def _host_get_item(self: RingBuffer, index: Any) -> Launch:
+    return Launch(Tensor(check_logical_index("get_item", index, int(self.count))))
+
+
+class RingBuffer(BufferCell, Checkpointable):
+    """The ring core: columns and cursors on the device, with insert, get_item, reset, size, full.
+
+    Args:
+        capacity (int): Items the buffer holds; the oldest are overwritten beyond it.
+        shapes (list[tuple[int]]): The shape of one item, per column.
+        types (list[mindspore.dtype]): The dtype per column (names such as ``'float32'``
+            are accepted).
+        names (list[str]): Column names, used for the Parameters and in errors.
+            Default: ``None``, which names them ``column_0``, ``column_1``, ...
+
+    Raises:
+        TypeError: If ``capacity`` is not an int, or ``shapes``/``types`` is not a list.
+        ValueError: If ``capacity`` is not positive, ``shapes`` and ``types`` differ in
+            length, or a dtype is unknown.
+
+    Supported Platforms:
+        ``GPU`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore_rl_buffer.core import RingBuffer
+        >>> ring = RingBuffer(3, [(2,), ()], [ms.float32, ms.int32], names=['state', 'step'])
+        >>> ring.insert([np.zeros((4, 2), np.float32), np.arange(4, dtype=np.int32)])
+        >>> int(ring.size()), bool(ring.full()), int(ring.get_item(0)[1]), int(ring.get_item(-1)[1])
+        (3, True, 1, 3)
+    """
+
+    def __init__(self, capacity: int, shapes: Sequence[Any], types: Sequence[Any], *,
+                 names: Sequence[str] | None = None) -> None:
+        super().__init__()
+        op = type(self).__name__
+        self._capacity = check_size(op, "capacity", capacity)
+        self._specs = column_specs(shapes, types, names)
+        self.columns = ParameterTuple(
+            Parameter(initializer("zeros", (self._capacity, *spec.shape), spec.dtype), name=spec.name,
+                      requires_grad=False)
+            for spec in self._specs
+        )
+        self.head = Parameter(Tensor(0, ms.int32), name="head", requires_grad=False)
+        self.count = Parameter(Tensor(0, ms.int32), name="count", requires_grad=False)
+
+    # ----------------------------------------------------------------- properties (host)
+    @property
+    def capacity(self) -> int:
+        """Items the buffer holds."""
+        return self._capacity
+
+    @property
+    def specs(self) -> tuple[TensorSpec, ...]:
+        """One :class:`TensorSpec` per column."""
+        return self._specs
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The column names."""
+        return tuple(spec.name for spec in self._specs)
+
+    @property
+    def shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The shape of one item, per column."""
+        return tuple(spec.shape for spec in self._specs)
+
+    @property
+    def dtypes(self) -> tuple[Any, ...]:
+        """The dtype per column."""
+        return tuple(spec.dtype for spec in self._specs)
+
+    # ------------------------------------------------------------------------- insert
+    @buffer_method(_host_insert, returns_self=True)
+    def insert(self, transition, *, check=True):
+        """Append one transition or a batch of them; the oldest are overwritten once full.
+
+        Inside a ``construct`` write ``_ = self.buffer.insert(...)``: MindSpore's graph
+        parser rewrites a bare ``self.buffer.insert(...)`` statement into
+        ``self.buffer = self.buffer.insert(...)`` (it takes ``insert`` for a list method),
+        after which the buffer's later calls in that graph would read stale data. The
+        rebinding is caught and raised as a ``TypeError`` naming the fix, when the graph
+        first runs.
+
+        Args:
+            transition (Union[list[Tensor], tuple[Tensor]]): One tensor (or numpy array, for
+                direct calls) per column: of the column's shape for one item, or with a
+                leading batch dimension ``n`` (0 is allowed; of ``n > capacity`` items only
+                the newest ``capacity`` are kept). Dtypes must match the columns.
+
+        Returns:
+            None when called directly; the buffer itself inside a graph.
+
+        Raises:
+            TypeError: If ``transition`` is not a list or tuple, or a column is not a tensor.
+            ValueError: If the number of columns, a shape or a dtype does not match; the
+                buffer is left unchanged.
+        """
+        batch_size, single = check_batch_graph("insert", self.names, self.shapes, self.dtypes, len(transition),
+                                               [x.shape for x in transition], [x.dtype for x in transition])
+        if batch_size == 0:
+            return self.count
+        # `single` is a compile-time constant: only one branch reaches the graph.
+        batch = [ops.expand_dims(x, 0) for x in transition] if single else transition
+        return self._write(batch)
+
+    def _write(self, batch):
+        """Graph hook: store ``batch`` (a leading dimension on every column, checked) and move the
+        cursors; return the physical rows written. Overridden by buffers that store more."""
+        rows, head, count = ring.insert(self.columns, self.head, self.count, batch)
+        ops.assign(self.head, head)
+        ops.assign(self.count, count)
+        return rows
+
+    def writer(self, batch_size: int = 32) -> BufferWriter:
+        """A :class:`~mindspore_rl_buffer.writer.BufferWriter` that stages transitions on the
+        host and inserts them ``batch_size`` at a time: the fast way to insert from a Python
+        loop (a launch costs the same for 1 row as for 32). Staged transitions reach the
+        buffer when a batch fills and on ``flush()`` (or the end of a ``with`` block).
+
+        Raises:
+            TypeError: If ``batch_size`` is not an int.
+            ValueError: If ``batch_size`` is not positive.
+        """
+        return BufferWriter(self, batch_size)
+
+    # ----------------------------------------------------------------------- get_item
+    @buffer_method(_host_get_item)
+    def get_item(self, index, *, check=True):
+        """Read stored items by logical index: 0 is the oldest, ``-1`` the newest.
+
+        Args:
+            index (Union[int, Tensor]): An int, or an int tensor (scalar or 1-D) of indexes,
+                each in ``[-size(), size())``.
+
+        Returns:
+            Tuple of tensors, one per column: one row of the column's shape, or for a 1-D
+            index the rows stacked along a leading dimension.
+
+        Raises:
+            TypeError: If ``index`` is not an int or an int tensor (a bool or float is not).
+            ValueError: If an index tensor has more than one dimension.
+            IndexError: If an index is out of range (direct calls, checked on the host). Inside a
+                graph the run fails with ``RuntimeError: assert failed`` instead (MindSpore prints
+                the index and the count), and that compiled graph cannot run again.
+        """
+        if isinstance(index, int):
+            index = _index_constant(index)
+        return ring.get_item(self.columns, self.head, self.count, index.astype(ms.int32), check)
+
+    # ------------------------------------------------------------- reset, size, full
+    @buffer_method()
+    def reset(self, *, check=True):
+        """Empty the buffer: the state as constructed; nothing is re-allocated."""
+        return self._clear()
+
+    def _clear(self):
+        """Graph hook: put the state back where construction put it; return ``count``."""
+        ops.assign(self.head, ops.zeros_like(self.head))
+        ops.assign(self.count, ops.zeros_like(self.count))
+        return self.count
+
+    @buffer_method()
+    def size(self, *, check=True):
+        """Return how many items are stored, as an int32 scalar tensor."""
+        return self.count + 0
+
+    @buffer_method()
+    def full(self, *, check=True):
+        """Return whether the buffer holds ``capacity`` items, as a bool scalar tensor."""
+        return self.count == self._capacity
+
+    # ----------------------------------------------------------------------- records
+    def _settings(self) -> dict[str, Any]:
+        """Record hook: the constructor's settings beyond capacity and columns."""
+        return {}
+
+    def checkpoint_record(self) -> dict[str, Any]:
+        """See :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`."""
+        return {"type": type(self).__name__, "capacity": self._capacity, "specs": spec_record(self._specs),
+                "settings": self._settings()}
+
+    def checkpoint_cursors(self, read: Any) -> list[str]:
+        """The ring's cursor contract, on the values ``read`` gives for ``head`` and ``count``."""
+        problem = ring_contract(int(read(self.head)), int(read(self.count)), self._capacity)
+        return [problem] if problem else []
+
+    def extend_repr(self) -> str:
+        settings = "".join(f"{key}={value}, " for key, value in self._settings().items())
+        columns = ", ".join(f"{s.name}: {s.shape} {s.dtype}" for s in self._specs)
+        return f"{settings}capacity={self._capacity}, columns=[{columns}]"
