@@ -1,24 +1,34 @@
-"""Checkpoints of buffers, and of networks holding them, that survive compiled graphs.
+"""One checkpoint protocol for every buffer, and networks holding buffers.
 
-``save_checkpoint(net, path)`` writes every Parameter of ``net`` (a buffer, or a training
-network holding buffers) with ``mindspore.save_checkpoint``, plus a record of each buffer
-it holds (type, capacity, columns), as ``.safetensors`` (streamed: almost no memory beyond
-the buffer) or ``.ckpt`` (MindSpore's protobuf format, which holds 2-3 copies in memory).
-It writes a temporary file beside ``path`` and renames
-it over ``path``, so a crash mid-save leaves the previous checkpoint intact.
+A buffer states what it is as a **record**, structured data (:meth:`Checkpointable.checkpoint_record`):
+its type, capacity, column specs and the settings that give its stored data their meaning
+(``alpha`` of a priority buffer, the world size and rank of a shard). ``save_checkpoint(net,
+path)`` writes every tensor of ``net`` with ``mindspore.save_checkpoint`` and the records of
+every buffer in it as JSON, in a uint8 tensor named :data:`RECORD` (the safetensors writer
+takes no strings), as ``.safetensors`` (streamed: almost no memory beyond the buffer) or
+``.ckpt`` (MindSpore's protobuf format, which holds 2-3 copies in memory). It writes a
+temporary file beside ``path``, fsyncs it and renames it over ``path``, so a crash mid-save
+leaves the previous checkpoint intact.
 
-``load_checkpoint(path, net)`` validates the whole file against ``net`` first (every
-Parameter present, same shape and dtype, same buffer types) and only then restores every
-Parameter **in place** (``Parameter.copy_``). MindSpore's own ``load_checkpoint(path, net)``
-replaces Parameter storage with ``set_data``, which graphs compiled before the restore do
-not see; restoring in place keeps them right.
+``load_checkpoint(path, net)`` is the one restore path. It validates everything first: the
+file, each buffer's record against the buffer's own, every tensor's presence, shape and
+dtype, and each buffer's cursor contract (:meth:`Checkpointable.check_checkpoint`). Only
+then does it restore, **in place** (``Parameter.copy_``): MindSpore's own
+``load_checkpoint(path, net)`` replaces Parameter storage with ``set_data``, which graphs
+compiled before the restore do not see. Every mismatch found is reported in one error, and
+nothing is changed.
+
+Files of format 1 (written before the records were structured, and the sharded buffer's
+own format of then) still load: :func:`_upgrade` reads them into the same form.
 """
 from __future__ import annotations
 
 import gc
 import json
 import os
+import re
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +36,77 @@ import mindspore as ms
 import numpy as np
 from mindspore import nn
 
-from mindspore_rl_buffer._graph import DIRECT_CALLS, BufferCell
-from mindspore_rl_buffer.specs import mindspore_dtype
+from mindspore_rl_buffer._graph import DIRECT_CALLS
+from mindspore_rl_buffer.specs import TensorSpec, mindspore_dtype
 
-FORMAT = "mindspore_rl_buffer-checkpoint-1"
-# The buffer record travels as a uint8 tensor of JSON bytes: the safetensors writer takes no strings.
+FORMAT = "mindspore_rl_buffer-checkpoint-2"
+FORMAT_1 = "mindspore_rl_buffer-checkpoint-1"
 RECORD = "mindspore_rl_buffer.record"
 # File formats of mindspore.save_checkpoint, by suffix. safetensors streams: saving and
 # loading a 1 GiB buffer needs almost no memory beyond the buffer; ckpt needs 2-3 copies.
 FORMATS = {".safetensors": "safetensors", ".ckpt": "ckpt"}
+
+
+def spec_record(specs: tuple[TensorSpec, ...]) -> list[list[Any]]:
+    """The columns of a record: ``[name, shape, dtype]`` each."""
+    return [[spec.name, list(spec.shape), str(spec.dtype)] for spec in specs]
+
+
+def ring_contract(head: int, count: int, capacity: int) -> str | None:
+    """What breaks the cursor contract of :mod:`mindspore_rl_buffer.ops`, or ``None``."""
+    if not 0 <= count <= capacity:
+        return f"count={count} must be in [0, {capacity}]"
+    if not 0 <= head < capacity:
+        return f"head={head} must be in [0, {capacity})"
+    if head != 0 and count != capacity:
+        return f"head={head} must be 0 while the buffer is not full (count={count} < {capacity})"
+    return None
+
+
+class Checkpointable:
+    """The checkpoint protocol every buffer implements; ``save``/``load`` go through it.
+
+    A Cell buffer's tensors are its Parameters, restored by the one path in
+    :func:`load_checkpoint`; a host buffer overrides :meth:`checkpoint_tensors` and
+    :meth:`restore_checkpoint`.
+    """
+
+    # Settings of the record that must match for a checkpoint to load (they give the stored
+    # data their meaning); the others are recorded for information.
+    BINDING_SETTINGS: tuple[str, ...] = ()
+
+    def checkpoint_record(self) -> dict[str, Any]:
+        """``{'type', 'capacity', 'specs', 'settings'}``: what this buffer is, as JSON-ready data."""
+        raise NotImplementedError
+
+    def checkpoint_cursors(self, read: Any) -> list[str]:
+        """Problems with the cursors that ``read(parameter)`` gives for this buffer's Parameters."""
+        return []
+
+    def checkpoint_tensors(self) -> dict[str, Any]:
+        """The tensors to write, by name (a Cell's Parameters by default)."""
+        return {param.name: param for param in self.get_parameters()}
+
+    def restore_checkpoint(self, values: Mapping[str, Any]) -> None:
+        """Copy validated ``values`` into a host buffer (Cells are restored by :func:`load_checkpoint`)."""
+        raise NotImplementedError
+
+    def save(self, path: str | os.PathLike) -> Any:
+        """Write this buffer (every column, its cursors, its record) to ``path``, atomically.
+
+        ``path`` ends in ``.safetensors`` (recommended: streamed) or ``.ckpt``. See
+        :func:`mindspore_rl_buffer.save_checkpoint`.
+
+        Returns:
+            The path written.
+        """
+        return save_checkpoint(self, path)
+
+    def load(self, path: str | os.PathLike) -> None:
+        """Restore this buffer from ``path`` in place; refuses a checkpoint of another type,
+        capacity, shape, dtype or binding setting, or whose cursors break the contract, and
+        then leaves the buffer unchanged. See :func:`mindspore_rl_buffer.load_checkpoint`."""
+        load_checkpoint(path, self)
 
 
 def _path(op: str, path: str | os.PathLike) -> tuple[Path, str]:
@@ -44,27 +116,22 @@ def _path(op: str, path: str | os.PathLike) -> tuple[Path, str]:
     return path, FORMATS[path.suffix]
 
 
-def _buffers(net: nn.Cell) -> dict[str, BufferCell]:
-    return {name or ".": cell for name, cell in net.cells_and_names() if isinstance(cell, BufferCell)}
+def _buffers(net: Any) -> dict[str, Checkpointable]:
+    if isinstance(net, nn.Cell):
+        return {name or ".": cell for name, cell in net.cells_and_names() if isinstance(cell, Checkpointable)}
+    return {".": net}
 
 
-def describe(buffer: BufferCell) -> str:
-    """``ReplayBuffer(capacity=..., columns=[...])``: what a checkpoint records of a buffer."""
-    return f"{type(buffer).__name__}({buffer.extend_repr()})"
-
-
-def _state(op: str, obj: Any) -> tuple[dict[str, Any], dict[str, str]]:
-    """The named Parameters (or host arrays) of ``obj`` and the record of the buffers in it."""
-    if isinstance(obj, nn.Cell):
-        return dict(obj.parameters_and_names()), {name: describe(b) for name, b in _buffers(obj).items()}
-    if hasattr(obj, "_host_state"):  # PyUniformReplayBuffer: numpy arrays on the host
-        return obj._host_state(), {".": obj._describe()}
-    raise TypeError(f"For '{op}', the object must be a mindspore.nn.Cell or a PyUniformReplayBuffer, "
-                    f"but got {type(obj).__name__}.")
+def _state(op: str, net: Any) -> dict[str, Any]:
+    if isinstance(net, nn.Cell):
+        return dict(net.parameters_and_names())
+    if isinstance(net, Checkpointable):
+        return net.checkpoint_tensors()
+    raise TypeError(f"For '{op}', the object must be a mindspore.nn.Cell or a buffer, but got {type(net).__name__}.")
 
 
 def save_checkpoint(net: Any, path: str | os.PathLike) -> Path:
-    """Write every Parameter of ``net`` and a record of its buffers to ``path``, atomically.
+    """Write every tensor of ``net`` and the records of its buffers to ``path``, atomically.
 
     Args:
         net (Union[nn.Cell, PyUniformReplayBuffer]): A buffer, or a network holding buffers.
@@ -74,13 +141,14 @@ def save_checkpoint(net: Any, path: str | os.PathLike) -> Path:
         The path written.
 
     Raises:
-        TypeError: If ``net`` is neither a Cell nor a PyUniformReplayBuffer.
+        TypeError: If ``net`` is neither a Cell nor a buffer.
         ValueError: If ``path`` ends in neither ``.safetensors`` nor ``.ckpt``.
     """
     op = "save"
-    state, buffers = _state(op, net)
+    state = _state(op, net)
     path, file_format = _path(op, path)
-    record = json.dumps({"format": FORMAT, "buffers": buffers}).encode()
+    records = {name: buffer.checkpoint_record() for name, buffer in _buffers(net).items()}
+    record = json.dumps({"format": FORMAT, "buffers": records}).encode()
     # Parameters go to the writer as they are: no copy of the data is made here.
     params = [{"name": name, "data": value if isinstance(value, ms.Tensor) else ms.Tensor(value)}
               for name, value in state.items()]
@@ -88,14 +156,14 @@ def save_checkpoint(net: Any, path: str | os.PathLike) -> Path:
     return write_atomically(params, path, file_format)
 
 
-def write_atomically(params: list[dict[str, Any]], path: Path, file_format: str = "ckpt",
-                     append_dict: dict[str, Any] | None = None) -> Path:
+def write_atomically(params: list[dict[str, Any]], path: Path, file_format: str = "ckpt") -> Path:
     """``mindspore.save_checkpoint(params, ...)`` to a temporary file beside ``path``, fsynced and
     renamed over ``path``: a crash mid-write leaves the previous file intact."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     try:
         with DIRECT_CALLS:
-            ms.save_checkpoint(params, str(temporary), format=file_format, append_dict=append_dict)
+            ms.save_checkpoint(params, str(temporary), format=file_format)
         with open(temporary, "rb") as written:
             os.fsync(written.fileno())
         os.replace(temporary, path)
@@ -110,7 +178,14 @@ def write_atomically(params: list[dict[str, Any]], path: Path, file_format: str 
     return path
 
 
-def _read(op: str, path: Path, file_format: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def read_checkpoint(op: str, path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The tensors of a checkpoint file and its records (``None`` for a file without them).
+
+    Raises:
+        FileNotFoundError: If there is no file at ``path``.
+        ValueError: If the file is not a readable checkpoint or its record is unreadable.
+    """
+    path, file_format = _path(op, path)
     if not path.is_file():
         raise FileNotFoundError(f"For '{op}', no checkpoint file at '{path}'.")
     failure = None
@@ -126,24 +201,77 @@ def _read(op: str, path: Path, file_format: str) -> tuple[dict[str, Any], dict[s
             gc.collect()
     if failure is not None:
         raise ValueError(f"For '{op}', '{path}' is not a readable checkpoint (corrupt or truncated?): {failure}")
-    meta = loaded.pop(RECORD, None)
-    if meta is None:
+    return _upgrade(op, path, loaded)
+
+
+def _upgrade(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Read a file of any format into ``(tensors, {buffer path: record})``."""
+    raw = loaded.pop(RECORD, None)
+    if raw is None:
+        if "metadata" in loaded:  # format 1 of ShardedReplayBuffer: its own names and metadata
+            return _upgrade_sharded_1(op, path, loaded)
         return loaded, None
     try:
-        meta = json.loads(meta.asnumpy().tobytes())
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"unknown format {meta.get('format')!r}")
-    except (ValueError, AttributeError, TypeError) as error:
+        meta = json.loads(raw.asnumpy().tobytes())
+        version = meta.get("format")
+        if version == FORMAT:
+            records = meta["buffers"]
+        elif version == FORMAT_1:  # records were reprs: only the type (and alpha) are read back
+            records = {name: _record_1(text) for name, text in meta["buffers"].items()}
+        else:
+            raise ValueError(f"unknown format {version!r}")
+        if not isinstance(records, dict) or not all(isinstance(r, dict) for r in records.values()):
+            raise ValueError("the records are not a dict of dicts")
+    except (ValueError, KeyError, AttributeError, TypeError) as error:
         raise ValueError(f"For '{op}', '{path}' has an unreadable buffer record: {error}") from error
-    return loaded, meta
+    return loaded, records
+
+
+def _record_1(text: str) -> dict[str, Any]:
+    record: dict[str, Any] = {"type": text.split("(", 1)[0]}
+    alpha = re.search(r"\balpha=([0-9.eE+-]+)", text)
+    if alpha:
+        record["settings"] = {"alpha": float(alpha.group(1))}
+    return record
+
+
+def _upgrade_sharded_1(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    try:
+        meta = json.loads(str(loaded.pop("metadata")))
+        names = [column[0] for column in meta["columns"]]
+        tensors = {f"storage.{name}": loaded.pop(f"column/{name}") for name in names}
+        tensors["storage.head"], tensors["storage.count"] = loaded.pop("head"), loaded.pop("count")
+        settings = {key: meta[key] for key in ("world_size", "rank", "local_capacity")}
+        records = {".": {"type": "ShardedReplayBuffer", "capacity": meta["capacity"], "settings": settings},
+                   "storage": {"type": "ReplayBuffer", "capacity": meta["local_capacity"]}}
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"For '{op}', '{path}' has an unreadable buffer record: {error}") from error
+    return tensors, records
+
+
+def _record_problems(path: Path, name: str, ours: dict[str, Any], theirs: dict[str, Any] | None,
+                     binding: tuple[str, ...]) -> list[str]:
+    if theirs is None or theirs.get("type") != ours["type"]:
+        return [f"'{path}' records no {ours['type']} at '{name}'"]
+    problems = []
+    for key in ("capacity", "specs"):
+        if key in theirs and theirs[key] != ours[key]:
+            problems.append(f"the {key} in '{path}' must be {ours[key]} to match this buffer, but got {theirs[key]}")
+    settings = theirs.get("settings", {})
+    for key in binding:
+        if key in settings and settings[key] != ours["settings"][key]:
+            problems.append(f"the {key} in '{path}' must be {ours['settings'][key]} to match this buffer, "
+                            f"but got {settings[key]}")
+    return problems
 
 
 def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
-    """Restore every Parameter of ``net`` from ``path`` in place, after checking all of them.
+    """Restore every tensor of ``net`` from ``path`` in place, after checking all of them.
 
-    Works for a file written by :func:`save_checkpoint` and for one written by
-    ``mindspore.save_checkpoint(net, path)`` (then without the buffer record, so only shapes
-    and dtypes are checked). Parameters of the file that ``net`` does not have are ignored.
+    Works for a file written by :func:`save_checkpoint` (of this or an earlier version) and
+    for one written by ``mindspore.save_checkpoint(net, path)`` (then without records, so
+    only shapes, dtypes and cursors are checked). Tensors of the file that ``net`` does not
+    have are ignored.
 
     Args:
         path (str): The checkpoint file (``.safetensors`` or ``.ckpt``).
@@ -151,41 +279,54 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
             buffers, to restore.
 
     Returns:
-        dict, the checkpoint's Parameters by name (as ``mindspore.load_checkpoint``).
+        dict, the checkpoint's tensors by name (as ``mindspore.load_checkpoint``).
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
-        TypeError: If ``net`` is neither a Cell nor a PyUniformReplayBuffer.
-        ValueError: If the file is corrupt or truncated, lacks a Parameter of ``net``, holds
-            one of another shape or dtype (a buffer of another capacity, shape or dtype), or
-            records a buffer of another type. ``net`` is left unchanged.
+        TypeError: If ``net`` is neither a Cell nor a buffer.
+        ValueError: If the file is corrupt or truncated, records a buffer of another type,
+            capacity, columns or binding setting, lacks a tensor of ``net``, holds one of
+            another shape or dtype, or holds cursors that break the contract. Every problem
+            found is named; ``net`` is left unchanged.
     """
     op = "load"
-    params, buffers = _state(op, net)
-    path, file_format = _path(op, path)
-    loaded, meta = _read(op, path, file_format)
-    recorded = (meta or {}).get("buffers", {})
-
-    def mismatch(what: str) -> ValueError:
-        ours = "; ".join(f"{name}: {text}" for name, text in buffers.items())
-        theirs = "; ".join(f"{name}: {text}" for name, text in recorded.items()) or "no buffer record"
-        return ValueError(f"For '{op}', {what}. The checkpoint holds {theirs}; the network holds {ours}.")
-
-    for name, text in buffers.items():
-        kind = text.split("(")[0]
-        if meta is not None and recorded.get(name, "").split("(")[0] != kind:
-            raise mismatch(f"'{path}' records no {kind} at '{name}'")
-    for name, param in params.items():
+    state = _state(op, net)
+    buffers = _buffers(net)
+    loaded, records = read_checkpoint(op, path)
+    path = Path(path)
+    problems: list[str] = []
+    if records is not None:
+        for name, buffer in buffers.items():
+            problems += _record_problems(path, name, buffer.checkpoint_record(), records.get(name),
+                                         buffer.BINDING_SETTINGS)
+    for name, tensor in state.items():
         if name not in loaded:
-            raise mismatch(f"'{path}' has no value for Parameter '{name}'")
-        value, dtype = loaded[name], mindspore_dtype(param)
-        if tuple(value.shape) != tuple(param.shape) or value.dtype != dtype:
-            raise mismatch(f"Parameter '{name}' has shape {tuple(value.shape)} and dtype {value.dtype} in "
-                           f"'{path}', but shape {tuple(param.shape)} and dtype {dtype} in the network")
+            problems.append(f"'{path}' has no value for Parameter '{name}'")
+            continue
+        value, dtype = loaded[name], mindspore_dtype(tensor)
+        if tuple(value.shape) != tuple(tensor.shape) or value.dtype != dtype:
+            problems.append(f"Parameter '{name}' has shape {tuple(value.shape)} and dtype {value.dtype} in "
+                            f"'{path}', but shape {tuple(tensor.shape)} and dtype {dtype} in the network")
+    if not problems:
+        names = {id(tensor): name for name, tensor in state.items()}
+        host = {name: loaded[name].asnumpy() for name in state} if not isinstance(net, nn.Cell) else None
+
+        def read(tensor: Any) -> np.ndarray:
+            key = tensor if isinstance(tensor, str) else names[id(tensor)]
+            return host[key] if host is not None else loaded[key].asnumpy()
+
+        for name, buffer in buffers.items():
+            problems += [f"the cursors of '{name}' in '{path}' break the contract: {problem}"
+                         for problem in buffer.checkpoint_cursors(read)]
+    if problems:
+        ours = "; ".join(f"{name}: {buffer.checkpoint_record()}" for name, buffer in buffers.items())
+        theirs = "; ".join(f"{name}: {record}" for name, record in (records or {}).items()) or "no buffer record"
+        raise ValueError(f"For '{op}', {'; '.join(problems)}. The checkpoint holds {theirs}; the network holds "
+                         f"{ours}.")
     if not isinstance(net, nn.Cell):
-        net._restore_host_state({name: loaded[name].asnumpy() for name in params})
+        net.restore_checkpoint({name: loaded[name].asnumpy() for name in state})
         return loaded
     with DIRECT_CALLS:
-        for name, param in params.items():
+        for name, param in state.items():
             param.copy_(loaded[name])
     return loaded

@@ -14,6 +14,7 @@ import pytest
 from mindspore import Tensor, nn
 
 from mindspore_rl_buffer import (
+    PriorityReplayBuffer,
     PyUniformReplayBuffer,
     ReplayBuffer,
     TensorSpec,
@@ -216,3 +217,62 @@ def test_priority_and_reservoir_buffers_round_trip_with_their_trees_and_counters
         for saved, restored in zip(before, buffer.get_parameters()):
             np.testing.assert_array_equal(saved, restored.asnumpy())
     assert decode(*rrb.get_item(0)) >= 0 and int(rrb.size()) == 5
+
+
+# ------------------------------------------------------------- format 1, written by db13ac2
+DATA = __import__("pathlib").Path(__file__).resolve().parent / "data"
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".ckpt"])
+def test_a_replay_buffer_saved_by_the_first_format_still_loads(suffix):
+    model = RingModel(7, SHAPES, DTYPES)
+    model.insert(encoded_batch(0, 10))  # what the file's writer inserted: wrapped, head 3
+    rb = make(capacity=7, sample_size=4)
+    rb.load(DATA / f"v1_replay_buffer{suffix}")
+    columns, head, count = state_of(rb)
+    assert (head, count) == (model.head, model.count) == (3, 7)
+    for got, want in zip(columns, model.columns):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="records no PriorityReplayBuffer"):
+        PriorityReplayBuffer(0.6, 7, 4, SHAPES, [ms.float32, ms.int32, ms.float32], names=NAMES).load(
+            DATA / f"v1_replay_buffer{suffix}")
+
+
+def test_priority_reservoir_trajectory_numpy_and_sharded_files_of_the_first_format_still_load():
+    from mindspore_rl_buffer import ReservoirReplayBuffer, ShardedReplayBuffer
+    from tests.helpers import MS_DTYPES, PriorityModel
+
+    model = PriorityModel(0.6, 7, SHAPES, DTYPES)
+    model.insert(encoded_batch(0, 10))
+    model.update([0, 2, 5], [2.0, 0.5, 3.0])
+    prb = PriorityReplayBuffer(0.6, 7, 4, SHAPES, MS_DTYPES, names=NAMES)
+    prb.load(DATA / "v1_priority_replay_buffer.safetensors")
+    leaves = prb.sum_tree.asnumpy()[8:15]
+    np.testing.assert_allclose(leaves, model.leaves(), rtol=1e-6)
+    assert float(prb.max_priority) == 3.0 and int(prb.head) == 3
+
+    rrb = ReservoirReplayBuffer(5, 2, SHAPES, MS_DTYPES, names=NAMES)
+    rrb.load(DATA / "v1_reservoir_replay_buffer.safetensors")
+    assert (int(rrb.seen), int(rrb.count)) == (10, 5)
+    ids = decode(*rrb.get_item(Tensor(np.arange(5, dtype=np.int32))))
+    assert len(set(ids)) == 5 and set(ids) <= set(range(10))
+
+    spec = {"value": TensorSpec([], ms.int32, "value"), "obs": TensorSpec([2], ms.float32, "obs")}
+    traj = TrajectoryReplayBuffer(spec, batch_size=2, max_length=3)
+    traj.load(DATA / "v1_trajectory_replay_buffer.safetensors")
+    np.testing.assert_array_equal(traj.gather_all()["value"].asnumpy(), [[2, 3, 4], [12, 13, 14]])
+    py = PyUniformReplayBuffer(spec, capacity=4)
+    py.load(DATA / "v1_py_uniform_replay_buffer.safetensors")
+    np.testing.assert_array_equal(py.gather_all()["value"], [[2, 3, 4, 5]])
+
+    ring = RingModel(7, SHAPES, DTYPES)
+    ring.insert(encoded_batch(0, 10))
+    sharded = ShardedReplayBuffer(4, 7, SHAPES, MS_DTYPES, names=NAMES)
+    sharded.load(DATA / "v1_sharded_replay_buffer.ckpt")
+    columns, head, count = state_of(sharded.storage)
+    assert (head, count) == (ring.head, ring.count)
+    for got, want in zip(columns, ring.columns):
+        np.testing.assert_array_equal(got, want)
+    other = ShardedReplayBuffer(4, 8, SHAPES, MS_DTYPES, names=NAMES)
+    with pytest.raises(ValueError, match=r"the capacity in .* must be 8 to match this buffer, but got 7"):
+        other.load(DATA / "v1_sharded_replay_buffer.ckpt")
