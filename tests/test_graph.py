@@ -1,0 +1,341 @@
+"""The seam between direct calls and graphs: one mechanism, one lock, two threads at once.
+
+Each thread test runs two (or three) threads for a few seconds against a fresh buffer, so
+that the first calls compile concurrently too: a writer inserting encoded items in order,
+and a reader mixing samples, reads and resets. Every call must either succeed or refuse
+with the documented error of the state it met (an empty buffer), every row read must be
+intact, and the final state must be one a numpy model reaches from the writer's items
+after some reset point (the only thing the interleaving decides).
+"""
+from __future__ import annotations
+
+import pathlib
+import random
+import threading
+import time
+
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import Tensor
+from mindspore_rl_buffer.ops import tree_size
+
+from mindspore_rl_buffer import (
+    PriorityReplayBuffer,
+    PyUniformReplayBuffer,
+    ReservoirReplayBuffer,
+    ShardedReplayBuffer,
+    TrajectoryReplayBuffer,
+)
+from tests.helpers import (
+    DTYPES,
+    MS_DTYPES,
+    NAMES,
+    SHAPES,
+    SPEC1,
+    RingModel,
+    decode,
+    encoded_batch,
+    make,
+    state_of,
+    step_values,
+)
+
+SECONDS = 3.0
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def run_threads(*targets):
+    """Run ``targets`` in threads until the first returns; return the exceptions they raised."""
+    errors, stop = [], threading.Event()
+
+    def guard(target):
+        try:
+            target(stop)
+        except BaseException as error:
+            errors.append(error)
+            stop.set()
+
+    threads = [threading.Thread(target=guard, args=(target,)) for target in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a thread hung"
+    return errors
+
+
+def writer_of(buffer, batches, boundaries, reset=None):
+    """Insert encoded items in order, in the batch sizes given, for SECONDS; record batch boundaries.
+
+    Every 20th batch or so it also empties the buffer (``reset``), so that a reset can fall
+    between another thread's host check and its launch.
+    """
+    rng = random.Random(7)
+
+    def write(stop):
+        start, deadline = 0, time.monotonic() + SECONDS
+        for n in batches:
+            if stop.is_set() or time.monotonic() > deadline:
+                break
+            buffer.insert(encoded_batch(start, n, single=n == 1) if n == 1 else encoded_batch(start, n))
+            start += n
+            boundaries.append(start)
+            if rng.random() < 0.05:
+                (reset or buffer.reset)()
+        stop.set()
+
+    return write
+
+
+def refuses_only_when_empty(call, *also):
+    """``call()``; a ValueError or IndexError is accepted only when it says the buffer is empty
+    (or, for windows, holds fewer steps than asked: pass that message's words as ``also``)."""
+    try:
+        return call()
+    except ValueError as error:
+        assert any(words in str(error) for words in ("empty", *also)), error
+    except IndexError as error:
+        assert "for a buffer holding 0 items" in str(error), error
+    return None
+
+
+def assert_some_reset_point_explains(buffer, boundaries, capacity):
+    """The final state equals the model's after inserting the items from some reset point on."""
+    columns, head, count = state_of(buffer)
+    for reset_point in [0, *boundaries]:
+        model = RingModel(capacity, SHAPES, DTYPES)
+        start = reset_point
+        for end in [b for b in boundaries if b > reset_point]:
+            model.insert(encoded_batch(start, end - start))
+            start = end
+        if (model.head, model.count) != (head, count):
+            continue
+        rows = [model.row(i) for i in range(count)]
+        if all(np.array_equal(c[rows], m[rows]) for c, m in zip(columns, model.columns)):
+            return reset_point
+    raise AssertionError(f"no reset point explains head={head}, count={count}")
+
+
+BATCHES = [random.Random(0).choice([1, 1, 2, 3, 5]) for _ in range(100000)]
+
+
+@pytest.mark.parametrize("kind", ["replay", "sharded"])
+def test_two_threads_insert_sample_read_and_reset_a_ring_buffer(kind):
+    buffer = make(capacity=16, sample_size=8) if kind == "replay" else \
+        ShardedReplayBuffer(8, 16, SHAPES, MS_DTYPES, names=NAMES)
+    boundaries: list[int] = []
+    rng = random.Random(1)
+
+    def read(stop):
+        while not stop.is_set():
+            choice = rng.random()
+            if choice < 0.35:
+                ids = refuses_only_when_empty(lambda: decode(*buffer.sample()))
+                assert ids is None or (ids >= 0).all()
+            elif choice < 0.6:
+                ids = refuses_only_when_empty(lambda: decode(*buffer.sample(ordered=True)))
+                assert ids is None or (np.diff(ids) >= 0).all()
+            elif choice < 0.8 and kind == "replay":
+                newest = refuses_only_when_empty(lambda: decode(*buffer.get_item(-1)))
+                assert newest is None or 0 <= newest < 10**6
+            elif choice < 0.8:
+                assert 0 <= int(buffer.local_size()) <= 16
+            elif choice < 0.88:
+                assert 0 <= int(buffer.size()) <= 16
+            else:
+                buffer.reset()
+
+    errors = run_threads(writer_of(buffer, BATCHES, boundaries), read)
+    assert not errors, errors
+    assert len(boundaries) > 10, "the writer must have made progress"
+    assert_some_reset_point_explains(buffer.storage if kind == "sharded" else buffer, boundaries, 16)
+    buffer.reset()  # and the buffer keeps working, direct path included
+    buffer.insert(encoded_batch(0, 3))
+    assert set(decode(*buffer.sample())) <= {0, 1, 2}
+
+
+def test_two_threads_insert_sample_update_and_reset_a_priority_buffer():
+    buffer = PriorityReplayBuffer(0.6, 16, 8, SHAPES, MS_DTYPES, names=NAMES)
+    boundaries: list[int] = []
+    rng = np.random.default_rng(2)
+
+    def read(stop):
+        while not stop.is_set():
+            choice = rng.random()
+            if choice < 0.4:
+                drawn = refuses_only_when_empty(lambda: buffer.sample(0.4))
+                if drawn is not None:
+                    slots, weights, columns = drawn
+                    decode(*columns)
+                    assert (weights.asnumpy() > 0).all() and (weights.asnumpy() <= 1.0 + 1e-6).all()
+                    try:
+                        buffer.update_priorities(slots, Tensor(rng.uniform(0.1, 5.0, 8).astype(np.float32)))
+                    except IndexError as error:  # a reset between the sample and the update
+                        assert "in [0, 0)" in str(error) or "holding" in str(error), error
+            elif choice < 0.7:
+                refuses_only_when_empty(lambda: decode(*buffer.get_item(0)))
+            elif choice < 0.97:
+                assert 0 <= int(buffer.size()) <= 16
+            else:
+                buffer.reset()
+
+    errors = run_threads(writer_of(buffer, BATCHES, boundaries), read)
+    assert not errors, errors
+    assert_some_reset_point_explains(buffer, boundaries, 16)
+    size, leaves_at = int(buffer.count), tree_size(16)
+    sums, mins = buffer.sum_tree.asnumpy(), buffer.min_tree.asnumpy()
+    leaves = sums[leaves_at:]
+    assert (leaves[:size] > 0).all() and (leaves[size:] == 0).all()
+    for node in range(1, leaves_at):  # every inner node combines its children
+        assert sums[node] == pytest.approx(sums[2 * node] + sums[2 * node + 1], rel=1e-5)
+        assert mins[node] == min(mins[2 * node], mins[2 * node + 1])
+
+
+def test_two_threads_offer_sample_and_reset_a_reservoir():
+    buffer = ReservoirReplayBuffer(16, 8, SHAPES, MS_DTYPES, names=NAMES)
+    boundaries: list[int] = []
+    resets: list[int] = []
+
+    def read(stop):
+        rng = random.Random(3)
+        while not stop.is_set():
+            choice = rng.random()
+            if choice < 0.5:
+                refuses_only_when_empty(lambda: decode(*buffer.sample()))
+            elif choice < 0.88:
+                refuses_only_when_empty(lambda: decode(*buffer.get_item(0)))
+            else:
+                buffer.reset()
+                resets.append(1)
+
+    errors = run_threads(writer_of(buffer, BATCHES, boundaries), read)
+    assert not errors, errors
+    seen, count = int(buffer.seen), int(buffer.count)
+    assert seen in [boundaries[-1] - b for b in [0, *boundaries]], "seen counts the items since some reset"
+    assert count == min(seen, 16) and int(buffer.head) == 0
+    if count:
+        ids = decode(*buffer.get_item(Tensor(np.arange(count, dtype=np.int32))))
+        assert len(set(ids)) == count and ids.min() >= boundaries[-1] - seen
+
+
+def test_three_threads_and_a_dataset_pipeline_on_a_trajectory_buffer():
+    buffer = TrajectoryReplayBuffer(SPEC1, batch_size=3, max_length=8)
+    added: list[int] = []
+    clears: list[int] = []
+
+    def add(stop):
+        deadline, t, rng = time.monotonic() + SECONDS, 0, random.Random(8)
+        while time.monotonic() < deadline and not stop.is_set():
+            buffer.add_batch({"value": step_values(t, 3).astype(np.float32)})
+            added.append(t)
+            t += 1
+            if rng.random() < 0.03:
+                clears.append(1)
+                buffer.clear()
+        stop.set()
+
+    def read(stop):
+        rng = random.Random(4)
+        while not stop.is_set():
+            choice = rng.random()
+            if choice < 0.5:
+                items = refuses_only_when_empty(lambda: buffer.get_next(4, 2), "must not exceed")
+                if items is not None:
+                    steps = items[0]["value"].asnumpy().astype(np.int64) // 1000
+                    assert (np.diff(steps, axis=1) == 1).all(), "a window is consecutive steps of one segment"
+            elif choice < 0.98:
+                gathered = buffer.gather_all()["value"].asnumpy().astype(np.int64)
+                assert (np.diff(gathered // 1000, axis=1) == 1).all()
+            else:
+                buffer.clear()
+                clears.append(1)
+
+    def stream(stop):
+        # MindSpore's pipeline calls get_next from a thread of its own. A clear can leave fewer
+        # steps than a window needs, which ends the stream with the sampler's error: then,
+        # and only then, a new stream is started.
+        while len(added) < 3 and not stop.is_set():
+            time.sleep(0.001)
+        while not stop.is_set():
+            cleared = len(clears)
+            dataset = buffer.as_mindspore_dataset(sample_batch_size=4, num_steps=2, num_samples=10**6)
+            try:
+                for values, _, _ in dataset.create_tuple_iterator(num_epochs=1, output_numpy=True):
+                    assert (np.diff(values.astype(np.int64) // 1000, axis=1) == 1).all()
+                    if stop.is_set():
+                        return
+            except RuntimeError:
+                assert len(clears) > cleared, "the stream failed without a clear"
+                while int(buffer.num_frames()) < 6 and not stop.is_set():
+                    time.sleep(0.001)
+
+    errors = run_threads(add, read, stream)
+    assert not errors, errors
+    stored = buffer.gather_all()["value"].asnumpy().astype(np.int64)  # [segments, time]
+    time_steps = stored[0] // 1000
+    assert len(time_steps) <= 8 and (np.diff(time_steps) == 1).all()
+    assert len(time_steps) == 0 or time_steps[-1] == added[-1], "the newest step is the last one added"
+    np.testing.assert_array_equal(stored, np.stack([step_values(t, 3) for t in time_steps], 1).reshape(3, -1))
+
+
+def test_two_threads_on_the_numpy_buffer():
+    buffer = PyUniformReplayBuffer(SPEC1, capacity=16, seed=5)
+    added: list[int] = []
+
+    def add(stop):
+        deadline, n = time.monotonic() + 1.0, 0
+        while time.monotonic() < deadline:
+            buffer.add_batch({"value": np.arange(n, n + 3, dtype=np.float32)})
+            n += 3
+            added.append(n)
+        stop.set()
+
+    def read(stop):
+        while not stop.is_set():
+            drawn = refuses_only_when_empty(lambda: buffer.get_next(4, 2), "must not exceed")
+            assert drawn is None or (np.diff(drawn[0]["value"], axis=1) == 1).all()
+            if random.random() < 0.1:
+                buffer.clear()
+
+    errors = run_threads(add, read)
+    assert not errors, errors
+    stored = buffer.gather_all()["value"][0]
+    assert len(stored) <= 16 and (np.diff(stored) == 1).all() and (len(stored) == 0 or stored[-1] == added[-1] - 1)
+
+
+# ------------------------------------------------------------------------------ the seam
+def test_in_graph_is_tested_only_inside_the_seam():
+    users = [path.relative_to(ROOT).as_posix() for path in (ROOT / "mindspore_rl_buffer").rglob("*.py")
+             if "in_graph()" in path.read_text()]
+    assert users == ["mindspore_rl_buffer/_graph.py"]
+
+
+def test_a_direct_call_compiles_one_twin_per_static_signature():
+    buffer = make()
+    buffer.insert(encoded_batch(0, 3))
+    for _ in range(3):
+        buffer.sample()
+        buffer.sample(ordered=True)
+        buffer.sample_with_indices()
+        buffer.insert(encoded_batch(0, 2))
+    keys = sorted(name for name, _ in buffer.__dict__["_direct_twins"])
+    # One twin for every insert (batch sizes are shapes, not constants), one per (ordered, with_indices).
+    assert keys == ["ReplayBuffer._sample", "ReplayBuffer._sample", "ReplayBuffer._sample", "RingBuffer.insert"]
+
+
+def test_a_direct_call_in_pynative_mode_and_a_jit_function_use_the_same_methods():
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    buffer = make()
+    buffer.insert(encoded_batch(0, 4))
+    assert set(decode(*buffer.sample())) <= {0, 1, 2, 3}
+
+    @ms.jit
+    def insert_and_read(state, action, reward):
+        _ = buffer.insert([state, action, reward])
+        return buffer.get_item(-1), buffer.size()
+
+    newest, size = insert_and_read(*(Tensor(x) for x in encoded_batch(4, 2)))
+    assert decode(*newest) == 5 and int(size) == 6
+    ms.set_context(mode=ms.GRAPH_MODE)
+    assert decode(*buffer.get_item(0)) == 0
