@@ -12,7 +12,8 @@ setup(
     long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.9",
-    packages=["mindspore_rl_buffer", "mindspore_rl_buffer.ops", "mindspore_rl_buffer.configs"],
+    packages=["mindspore_rl_buffer", "mindspore_rl_buffer.ops", "mindspore_rl_buffer.configs",
+              "mindspore_rl_buffer.apps", "mindspore_rl_buffer.apps.dqn"],
     package_dir={"mindspore_rl_buffer": "mindspore_rl_buffer", "mindspore_rl_buffer.ops": "ops",
                  "mindspore_rl_buffer.configs": "configs"},
     install_requires=[

@@ -3,7 +3,7 @@
 The main path runs two compiled graphs and no host round-trip per step:
 
 * :class:`CollectStep`: epsilon-greedy policy, one step of the batched MindSpore
-  :class:`~mindspore_rl_buffer.cartpole.CartPole`, and ``_ = self.buffer.insert(...)``.
+  :class:`~mindspore_rl_buffer.apps.dqn.cartpole.CartPole`, and ``_ = self.buffer.insert(...)``.
 * :class:`LearnStep`: ``self.buffer.sample()``, the (Double) DQN Huber loss, an Adam update,
   and the periodic hard copy into the target network.
 
@@ -28,7 +28,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Parameter, ParameterTuple, Tensor, jit, nn, ops
 
-from mindspore_rl_buffer.cartpole import NUM_ACTIONS, OBSERVATION_SIZE, CartPole
+from mindspore_rl_buffer.apps.dqn.cartpole import NUM_ACTIONS, OBSERVATION_SIZE, CartPole
 from mindspore_rl_buffer.config import create_buffer
 from mindspore_rl_buffer.py_uniform import ring_insert
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer

@@ -11,7 +11,8 @@ import mindspore as ms
 import numpy as np
 import pytest
 
-from mindspore_rl_buffer import ReplayBuffer, cartpole, cli, create_buffer, dqn, load_config
+from mindspore_rl_buffer import ReplayBuffer, cli, create_buffer, dqn, load_config
+from mindspore_rl_buffer.apps.dqn import cartpole
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "dqn.py"
 ATOL = 1e-5  # float32 dynamics against gymnasium's float64 (see test_cartpole.py)
