@@ -31,5 +31,5 @@ setup(
                  # CartPole-v1 reference dynamics and `train --env gymnasium`.
                  "gymnasium>=0.29"],
     },
-    entry_points={"console_scripts": ["mindspore-rl-buffer=mindspore_rl_buffer.cli:main"]},
+    entry_points={"console_scripts": ["mindspore-rl-buffer=mindspore_rl_buffer.apps.dqn.cli:main"]},
 )

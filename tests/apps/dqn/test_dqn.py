@@ -11,10 +11,11 @@ import mindspore as ms
 import numpy as np
 import pytest
 
-from mindspore_rl_buffer import ReplayBuffer, cli, create_buffer, dqn, load_config
-from mindspore_rl_buffer.apps.dqn import cartpole
+from mindspore_rl_buffer import ReplayBuffer, create_buffer, load_config
+from mindspore_rl_buffer.apps import dqn
+from mindspore_rl_buffer.apps.dqn import cartpole, cli
 
-CONFIG = Path(__file__).resolve().parent.parent / "configs" / "dqn.py"
+CONFIG = Path(__file__).resolve().parents[3] / "configs" / "dqn.py"
 ATOL = 1e-5  # float32 dynamics against gymnasium's float64 (see test_cartpole.py)
 
 
