@@ -31,7 +31,7 @@ from mindspore_rl_buffer.apps.dqn.collectors import (
     GymCollector,
     make_gym_envs,
 )
-from mindspore_rl_buffer.apps.dqn.config import check_config
+from mindspore_rl_buffer.apps.dqn.config import COLUMN_SHAPES, COLUMN_TYPES, check_config
 from mindspore_rl_buffer.apps.dqn.evaluation import EvalStep, evaluate_gymnasium, evaluate_mindspore
 from mindspore_rl_buffer.apps.dqn.learner import DQNLoss, LearnStep, Update
 from mindspore_rl_buffer.apps.dqn.networks import QNetwork, copy_weights
@@ -71,6 +71,13 @@ class DQNAgent:
     evaluate: Callable[[], np.ndarray]
 
 
+def _ranks(buffer: Any) -> tuple[int, int]:
+    """``(world_size, rank)`` of a data-parallel job over a ShardedReplayBuffer, else ``(1, 0)``."""
+    if isinstance(buffer, ShardedReplayBuffer):
+        return buffer.world_size, buffer.rank
+    return 1, 0
+
+
 def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: str = "mindspore",
                 seed: int = 0) -> DQNAgent:
     """Build networks, buffer, collect and learn steps and the evaluator from ``config``.
@@ -87,17 +94,17 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
         DQNAgent.
 
     Raises:
-        ValueError: If a kind is unknown or the config lacks an entry.
+        TypeError, ValueError: If a kind is unknown or the config is not one the trainer can
+            run (see :func:`~mindspore_rl_buffer.apps.dqn.config.check_config`).
         ImportError: If ``env_kind='gymnasium'`` and gymnasium is not installed.
     """
     if buffer_kind not in ("device", "numpy"):
-        raise ValueError(f"For 'train', 'buffer' must be 'device' or 'numpy', but got {buffer_kind!r}.")
+        raise ValueError(f"For 'train', the 'buffer' must be 'device' or 'numpy', but got {buffer_kind!r}.")
     if env_kind not in ("mindspore", "gymnasium"):
-        raise ValueError(f"For 'train', 'env' must be 'mindspore' or 'gymnasium', but got {env_kind!r}.")
-    check_config(config)
+        raise ValueError(f"For 'train', the 'env' must be 'mindspore' or 'gymnasium', but got {env_kind!r}.")
+    entry = check_config(config)
     learner, policy_cfg = config["learner"], config["policy"]
     env_cfg, trainer = config["environment"], config["trainer"]
-    buffer_cfg = config["replay_buffer"]
     num_envs = int(env_cfg["num_envs"])
     max_episode_steps = int(env_cfg.get("max_episode_steps", 500))
     gym_envs = make_gym_envs(num_envs + int(trainer["eval_episodes"]), seed) if env_kind == "gymnasium" else None
@@ -114,8 +121,8 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
                        learner.get("huber_delta", 1.0))
     # A ShardedReplayBuffer entry makes this a data-parallel learner on every msrun rank: the
     # same initial weights (same seed), averaged gradients, and each rank's own environments.
-    buffer = create_buffer(buffer_cfg) if buffer_kind == "device" else None
-    world_size, rank = getattr(buffer, "world_size", 1), getattr(buffer, "rank", 0)
+    buffer = create_buffer(config["replay_buffer"]) if buffer_kind == "device" else None
+    world_size, rank = _ranks(buffer)
     update = Update(loss_net, optimizer, learner["target_sync_period"], world_size)
     policy = EpsilonGreedy(q_net, policy_cfg["epsilon_start"], policy_cfg["epsilon_end"],
                            policy_cfg["epsilon_decay_steps"])
@@ -124,8 +131,7 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
         learn_step = LearnStep(buffer, update)
         learn = learn_step
     else:
-        buffer = NumpyReplayBuffer(buffer_cfg["sample_size"], buffer_cfg["capacity"],
-                                   buffer_cfg["data_shape"], buffer_cfg["data_type"], seed=seed)
+        buffer = NumpyReplayBuffer(entry.sample_size, entry.capacity, COLUMN_SHAPES, COLUMN_TYPES, seed=seed)
 
         def learn() -> Tensor:
             return update(*(Tensor(column) for column in buffer.sample()))
@@ -190,7 +196,12 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
 
     Returns:
         TrainResult.
+
+    Raises:
+        TypeError, ValueError: As :func:`build_agent`.
+        ImportError: As :func:`build_agent`.
     """
+    check_config(config)
     trainer = config["trainer"]
     seed = int(trainer.get("seed", 0) if seed is None else seed)
     max_steps = int(trainer["max_steps"] if max_steps is None else max_steps)
@@ -250,8 +261,9 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
     result.steps_per_second = result.env_steps / max(result.wall_time, 1e-9)
     if out_dir is not None:
         out = Path(out_dir)
-        if getattr(agent.buffer, "world_size", 1) > 1:  # data-parallel: one output folder per rank
-            out = out / f"rank{agent.buffer.rank}"
+        world_size, rank = _ranks(agent.buffer)
+        if world_size > 1:  # data-parallel: one output folder per rank
+            out = out / f"rank{rank}"
         out.mkdir(parents=True, exist_ok=True)
         result.checkpoint_path = out / "dqn_cartpole.ckpt"
         ms.save_checkpoint(agent.q_net, str(result.checkpoint_path))
