@@ -1,5 +1,6 @@
 """Install mindspore_rl_buffer; ``ops/`` is installed as ``mindspore_rl_buffer.ops`` and
-``configs/`` as ``mindspore_rl_buffer.configs`` (so the main job finds its config anywhere)."""
+``configs/`` as ``mindspore_rl_buffer.configs`` (so the main job finds its config anywhere).
+The main job, ``mindspore_rl_buffer.apps.dqn``, needs the ``dqn`` extra."""
 from pathlib import Path
 
 from setuptools import setup
@@ -22,11 +23,11 @@ setup(
         "numpy>=1.24,<2",
         "optree>=0.11",
         "pyyaml>=6",
-        # The main job (`mindspore-rl-buffer train`) draws its learning curve and progress bar.
-        "matplotlib>=3.5",
-        "tqdm>=4.60",
     ],
     extras_require={
+        # The main job (`mindspore-rl-buffer train`, mindspore_rl_buffer.apps.dqn) draws its
+        # learning curve and progress bar; the library itself needs neither.
+        "dqn": ["matplotlib>=3.5", "tqdm>=4.60"],
         "test": ["pytest>=8", "hypothesis>=6.100", "ruff>=0.6", "scipy>=1.10",
                  # CartPole-v1 reference dynamics and `train --env gymnasium`.
                  "gymnasium>=0.29"],

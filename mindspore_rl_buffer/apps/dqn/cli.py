@@ -49,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from mindspore_rl_buffer import load_config
     from mindspore_rl_buffer.apps.dqn import trainer
+    from mindspore_rl_buffer.apps.dqn.extras import MissingExtraError
 
     ms.set_context(mode=ms.GRAPH_MODE)
     config_path = _resolve_config(args.config)
@@ -63,8 +64,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError:
             print("error: --env gymnasium needs gymnasium: pip install gymnasium", file=sys.stderr)
             return 2
-    result = trainer.train(config, args.out, buffer_kind=args.buffer, env_kind=args.env,
-                           max_steps=args.max_steps, seed=args.seed, progress=not args.no_progress)
+    try:
+        result = trainer.train(config, args.out, buffer_kind=args.buffer, env_kind=args.env,
+                               max_steps=args.max_steps, seed=args.seed, progress=not args.no_progress)
+    except MissingExtraError as error:  # raised before any training
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print(f"{result.env_steps} environment steps, {result.learn_steps} learn steps in "
           f"{result.wall_time:.1f} s ({result.steps_per_second:.0f} environment steps/s)")
     print(f"learning curve: {result.curve_path}")

@@ -4,14 +4,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mindspore_rl_buffer.apps.dqn.extras import require_matplotlib
+
 if TYPE_CHECKING:
     from mindspore_rl_buffer.apps.dqn.trainer import TrainResult
 
 
 def plot_learning_curve(result: TrainResult, path: str | Path, threshold: float = 475.0) -> None:
-    """Write a PNG with training and evaluation returns and the loss against environment steps."""
-    import matplotlib
+    """Write a PNG with training and evaluation returns and the loss against environment steps.
 
+    Args:
+        result (TrainResult): The histories of a run.
+        path (Union[str, Path]): The PNG to write.
+        threshold (float): The solving return, drawn as a dashed line. Default: ``475.0``.
+
+    Raises:
+        MissingExtraError: If matplotlib is not installed (``pip install 'mindspore_rl_buffer[dqn]'``).
+    """
+    matplotlib = require_matplotlib()
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

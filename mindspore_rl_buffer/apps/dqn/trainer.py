@@ -33,11 +33,13 @@ from mindspore_rl_buffer.apps.dqn.collectors import (
 )
 from mindspore_rl_buffer.apps.dqn.config import COLUMN_SHAPES, COLUMN_TYPES, check_config
 from mindspore_rl_buffer.apps.dqn.evaluation import EvalStep, evaluate_gymnasium, evaluate_mindspore
+from mindspore_rl_buffer.apps.dqn.extras import check_extras
 from mindspore_rl_buffer.apps.dqn.learner import DQNLoss, LearnStep, Update
 from mindspore_rl_buffer.apps.dqn.networks import QNetwork, copy_weights
 from mindspore_rl_buffer.apps.dqn.numpy_buffer import NumpyReplayBuffer
 from mindspore_rl_buffer.apps.dqn.plotting import plot_learning_curve
 from mindspore_rl_buffer.apps.dqn.policy import EpsilonGreedy, GreedyAction
+from mindspore_rl_buffer.apps.dqn.progress import progress_bar
 
 
 @dataclass
@@ -184,14 +186,14 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
 
     Args:
         config (dict): The ``algorithm_config``.
-        out_dir (Union[str, Path]): Where to write ``learning_curve.png`` and
+        out_dir (Union[str, Path]): Where to write ``learning_curve.png`` (needs matplotlib) and
             ``dqn_cartpole.ckpt``; ``None`` writes nothing. Default: ``None``.
         buffer_kind (str): ``'device'`` or ``'numpy'``, see :func:`build_agent`. Default: ``'device'``.
         env_kind (str): ``'mindspore'`` or ``'gymnasium'``, see :func:`build_agent`.
             Default: ``'mindspore'``.
         max_steps (int): Environment-step budget; ``None`` takes ``trainer.max_steps``. Default: ``None``.
         seed (int): ``None`` takes ``trainer.seed``. Default: ``None``.
-        progress (bool): Show a tqdm progress bar. Default: ``True``.
+        progress (bool): Show a tqdm progress bar (needs tqdm). Default: ``True``.
         stop_when_solved (bool): Stop at the first evaluation that solves. Default: ``True``.
 
     Returns:
@@ -200,8 +202,12 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
     Raises:
         TypeError, ValueError: As :func:`build_agent`.
         ImportError: As :func:`build_agent`.
+        MissingExtraError: If the progress bar or the learning curve is asked for and tqdm or
+            matplotlib is not installed (``pip install 'mindspore_rl_buffer[dqn]'``); raised
+            before any training.
     """
     check_config(config)
+    check_extras(progress=progress, plot=out_dir is not None)
     trainer = config["trainer"]
     seed = int(trainer.get("seed", 0) if seed is None else seed)
     max_steps = int(trainer["max_steps"] if max_steps is None else max_steps)
@@ -215,10 +221,8 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
     threshold = float(trainer.get("solve_threshold", 475.0))
     learning_starts = max(learning_starts, 1)
 
-    from tqdm import tqdm
-
     result = TrainResult(False, math.nan, 0, 0, 0.0, 0.0)
-    bar = tqdm(total=max_steps, unit="step", disable=not progress, dynamic_ncols=True)
+    bar = progress_bar(max_steps, shown=progress)
     losses: list[Tensor] = []
     seen_return, seen_episodes = 0.0, 0
     last_eval = 0
