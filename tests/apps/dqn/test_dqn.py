@@ -191,6 +191,13 @@ def test_cli_missing_config_is_a_clear_error(tmp_path, capsys):
     assert "not found" in capsys.readouterr().err
 
 
+def test_cli_default_config_falls_back_to_the_installed_copy(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no configs/dqn.py here: the copy in mindspore_rl_buffer.configs is used
+    assert cli.main(["train", "--max-steps", "8", "--no-progress", "--out", str(tmp_path / "run")]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("final evaluation return: ")
+    assert (tmp_path / "run" / "dqn_cartpole.ckpt").is_file()
+
+
 def test_python_dash_m_entry_point():
     done = subprocess.run([sys.executable, "-m", "mindspore_rl_buffer", "train", "--help"],
                           capture_output=True, text=True, timeout=120, check=False)
