@@ -25,7 +25,9 @@ module            what
 ``collectors``    the three ways to collect (device, device env with numpy buffer, gymnasium)
 ``evaluation``    greedy evaluation on MindSpore CartPoles or gymnasium
 ``trainer``       :func:`~.trainer.build_agent`, :func:`~.trainer.train`, the training loop
+``progress``      the progress bar (tqdm, or a silent stand-in)
 ``plotting``      the learning curve
+``extras``        the ``dqn`` extra (matplotlib, tqdm): checks and the error when one is missing
 ``cli``           the ``mindspore-rl-buffer`` command line
 ================  ==========================================================================
 """

@@ -130,8 +130,7 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
                            policy_cfg["epsilon_decay_steps"])
 
     if buffer is not None:
-        learn_step = LearnStep(buffer, update)
-        learn = learn_step
+        learn = LearnStep(buffer, update)
     else:
         buffer = NumpyReplayBuffer(entry.sample_size, entry.capacity, COLUMN_SHAPES, COLUMN_TYPES, seed=seed)
 
