@@ -1,5 +1,6 @@
 """Install mindspore_rl_buffer; ``ops/`` is installed as ``mindspore_rl_buffer.ops`` and
-``configs/`` as ``mindspore_rl_buffer.configs`` (so the main job finds its config anywhere)."""
+``configs/`` as ``mindspore_rl_buffer.configs`` (so the main job finds its config anywhere).
+The main job, ``mindspore_rl_buffer.apps.dqn``, needs the ``dqn`` extra."""
 from pathlib import Path
 
 from setuptools import setup
@@ -12,7 +13,8 @@ setup(
     long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.9",
-    packages=["mindspore_rl_buffer", "mindspore_rl_buffer.ops", "mindspore_rl_buffer.configs"],
+    packages=["mindspore_rl_buffer", "mindspore_rl_buffer.ops", "mindspore_rl_buffer.configs",
+              "mindspore_rl_buffer.apps", "mindspore_rl_buffer.apps.dqn"],
     package_dir={"mindspore_rl_buffer": "mindspore_rl_buffer", "mindspore_rl_buffer.ops": "ops",
                  "mindspore_rl_buffer.configs": "configs"},
     install_requires=[
@@ -21,14 +23,14 @@ setup(
         "numpy>=1.24,<2",
         "optree>=0.11",
         "pyyaml>=6",
-        # The main job (`mindspore-rl-buffer train`) draws its learning curve and progress bar.
-        "matplotlib>=3.5",
-        "tqdm>=4.60",
     ],
     extras_require={
+        # The main job (`mindspore-rl-buffer train`, mindspore_rl_buffer.apps.dqn) draws its
+        # learning curve and progress bar; the library itself needs neither.
+        "dqn": ["matplotlib>=3.5", "tqdm>=4.60"],
         "test": ["pytest>=8", "hypothesis>=6.100", "ruff>=0.6", "scipy>=1.10",
                  # CartPole-v1 reference dynamics and `train --env gymnasium`.
                  "gymnasium>=0.29"],
     },
-    entry_points={"console_scripts": ["mindspore-rl-buffer=mindspore_rl_buffer.cli:main"]},
+    entry_points={"console_scripts": ["mindspore-rl-buffer=mindspore_rl_buffer.apps.dqn.cli:main"]},
 )

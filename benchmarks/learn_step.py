@@ -8,7 +8,9 @@ from mindspore import Tensor, nn
 
 from benchmarks.common import in_rounds, ratio
 from mindspore_rl_buffer import ReplayBuffer
-from mindspore_rl_buffer.dqn import DQNLoss, LearnStep, NumpyReplayBuffer, QNetwork, Update, copy_weights
+from mindspore_rl_buffer.apps.dqn.learner import DQNLoss, LearnStep, Update
+from mindspore_rl_buffer.apps.dqn.networks import QNetwork, copy_weights
+from mindspore_rl_buffer.apps.dqn.numpy_buffer import NumpyReplayBuffer
 
 SHAPES = [(4,), (1,), (1,), (4,), (1,)]  # state, action, reward, next state, terminated
 TYPES = [ms.float32, ms.int32, ms.float32, ms.float32, ms.float32]

@@ -1,6 +1,4 @@
-"""``python -m mindspore_rl_buffer train``: see :mod:`mindspore_rl_buffer.cli`."""
-import sys
+"""``python -m mindspore_rl_buffer train``: the DQN main job's command line, :mod:`mindspore_rl_buffer.apps.dqn.cli`."""
+from mindspore_rl_buffer.apps.dqn.cli import main
 
-from mindspore_rl_buffer.cli import main
-
-sys.exit(main())
+raise SystemExit(main())

@@ -8,10 +8,11 @@ import pytest
 
 MODULES = ["mindspore_rl_buffer.specs", "mindspore_rl_buffer.config", "mindspore_rl_buffer.replay_buffer",
            "mindspore_rl_buffer.ops.ring", "mindspore_rl_buffer.trajectory", "mindspore_rl_buffer.py_uniform",
-           "mindspore_rl_buffer.cartpole", "mindspore_rl_buffer.sharded", "mindspore_rl_buffer.ops.sharded",
+           "mindspore_rl_buffer.apps.dqn.cartpole", "mindspore_rl_buffer.sharded", "mindspore_rl_buffer.ops.sharded",
            "mindspore_rl_buffer.priority_replay_buffer", "mindspore_rl_buffer.reservoir_replay_buffer",
            "mindspore_rl_buffer.ops.priority", "mindspore_rl_buffer.ops.reservoir", "mindspore_rl_buffer.ops.dedupe",
-           "mindspore_rl_buffer.writer"]
+           "mindspore_rl_buffer.writer", "mindspore_rl_buffer.apps.dqn.config", "mindspore_rl_buffer.apps.dqn.networks",
+           "mindspore_rl_buffer.apps.dqn.numpy_buffer"]
 
 
 @pytest.mark.parametrize("name", MODULES)

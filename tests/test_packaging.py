@@ -1,4 +1,5 @@
-"""A regular (non-editable) install ships ops/ as mindspore_rl_buffer.ops."""
+"""A regular (non-editable) install ships ops/ as mindspore_rl_buffer.ops and the DQN app under
+mindspore_rl_buffer.apps, whose matplotlib and tqdm are the ``dqn`` extra."""
 from __future__ import annotations
 
 import subprocess
@@ -13,7 +14,22 @@ def test_the_wheel_installs_ops_inside_the_package(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(ROOT),
                     "-w", str(tmp_path)], check=True, capture_output=True)
     (wheel,) = tmp_path.glob("mindspore_rl_buffer-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
     assert {"mindspore_rl_buffer/ops/__init__.py", "mindspore_rl_buffer/ops/ring.py",
             "mindspore_rl_buffer/replay_buffer.py", "mindspore_rl_buffer/configs/dqn.py"} <= names
     assert not any(name.startswith(("ops/", "configs/")) for name in names)
+    # The DQN main job is an application beside the library core, not inside it.
+    assert {"mindspore_rl_buffer/apps/__init__.py", "mindspore_rl_buffer/apps/dqn/__init__.py",
+            "mindspore_rl_buffer/apps/dqn/cli.py", "mindspore_rl_buffer/apps/dqn/cartpole.py",
+            "mindspore_rl_buffer/apps/dqn/trainer.py", "mindspore_rl_buffer/apps/dqn/plotting.py",
+            "mindspore_rl_buffer/__main__.py"} <= names
+    assert not {"mindspore_rl_buffer/dqn.py", "mindspore_rl_buffer/cli.py", "mindspore_rl_buffer/cartpole.py"} & names
+    (info,) = {name.split("/")[0] for name in names if name.endswith(".dist-info/METADATA")}
+    entry_points = archive.read(f"{info}/entry_points.txt").decode()
+    assert "mindspore-rl-buffer = mindspore_rl_buffer.apps.dqn.cli:main" in entry_points
+    requires = [line for line in archive.read(f"{info}/METADATA").decode().splitlines()
+                if line.startswith("Requires-Dist:")]
+    for package in ("matplotlib", "tqdm"):
+        (line,) = [line for line in requires if line.split()[1].startswith(package)]
+        assert line.endswith('; extra == "dqn"'), line

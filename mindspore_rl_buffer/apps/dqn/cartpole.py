@@ -101,7 +101,7 @@ class CartPole(nn.Cell):
     Examples:
         >>> import numpy as np
         >>> import mindspore as ms
-        >>> from mindspore_rl_buffer.cartpole import CartPole
+        >>> from mindspore_rl_buffer.apps.dqn.cartpole import CartPole
         >>> env = CartPole(3)
         >>> obs = env.reset()
         >>> next_state, reward, terminated, truncated = env(ms.Tensor(np.ones(3, np.int32)))

@@ -1,4 +1,4 @@
-"""The ``mindspore-rl-buffer`` command: ``train`` runs DQN on CartPole (see :mod:`.dqn`)."""
+"""The ``mindspore-rl-buffer`` command: ``train`` runs DQN on CartPole (see :mod:`.trainer`)."""
 from __future__ import annotations
 
 import argparse
@@ -47,7 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     import mindspore as ms
 
-    from mindspore_rl_buffer import dqn, load_config
+    from mindspore_rl_buffer import load_config
+    from mindspore_rl_buffer.apps.dqn import trainer
+    from mindspore_rl_buffer.apps.dqn.extras import MissingExtraError
 
     ms.set_context(mode=ms.GRAPH_MODE)
     config_path = _resolve_config(args.config)
@@ -62,15 +64,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError:
             print("error: --env gymnasium needs gymnasium: pip install gymnasium", file=sys.stderr)
             return 2
-    result = dqn.train(config, args.out, buffer_kind=args.buffer, env_kind=args.env,
-                       max_steps=args.max_steps, seed=args.seed, progress=not args.no_progress)
+    try:
+        result = trainer.train(config, args.out, buffer_kind=args.buffer, env_kind=args.env,
+                               max_steps=args.max_steps, seed=args.seed, progress=not args.no_progress)
+    except MissingExtraError as error:  # raised before any training
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print(f"{result.env_steps} environment steps, {result.learn_steps} learn steps in "
           f"{result.wall_time:.1f} s ({result.steps_per_second:.0f} environment steps/s)")
     print(f"learning curve: {result.curve_path}")
     print(f"checkpoint: {result.checkpoint_path}")
     verdict = "CartPole-v1 solved" if result.solved else "CartPole-v1 not solved"
-    trainer = config["trainer"]
-    episodes, threshold = trainer["eval_episodes"], trainer.get("solve_threshold", 475.0)
+    settings = config["trainer"]
+    episodes, threshold = settings["eval_episodes"], settings.get("solve_threshold", 475.0)
     print(f"final evaluation return: {result.final_eval_return:.1f} (mean of {episodes} greedy episodes; "
           f"threshold {threshold:g}): {verdict}")
     return 0

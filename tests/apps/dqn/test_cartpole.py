@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from mindspore import Tensor, jit, nn, ops
 
-from mindspore_rl_buffer import cartpole
-from mindspore_rl_buffer.cartpole import CartPole, cartpole_step
+from mindspore_rl_buffer.apps.dqn import cartpole
+from mindspore_rl_buffer.apps.dqn.cartpole import CartPole, cartpole_step
 
 # float32 on the device against float64 in gymnasium: one step differs by a few ulps of
 # float32 (values stay below ~5 in magnitude here, so 1e-5 is ~100 ulps of slack).

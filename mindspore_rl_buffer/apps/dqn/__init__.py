@@ -1,0 +1,37 @@
+"""DQN on CartPole-v1, the main job: an application of the replay buffer library.
+
+``mindspore-rl-buffer train`` (:mod:`.cli`) trains DQN with the buffer declared in
+``configs/dqn.py``, built by :func:`mindspore_rl_buffer.create_buffer` and compiled into two
+graphs, so the host only launches them:
+
+* collect (:class:`~.collect.CollectStep`): epsilon-greedy policy, one step of the batched
+  MindSpore CartPole, and ``_ = self.buffer.insert(...)``;
+* learn (:class:`~.learner.LearnStep`): ``self.buffer.sample()``, the (Double) DQN Huber
+  loss, an Adam update and the periodic hard copy into the target network.
+
+One responsibility per module:
+
+================  ==========================================================================
+module            what
+================  ==========================================================================
+``cartpole``      CartPole-v1 in MindSpore ops, batched, checked against gymnasium
+``config``        the trainer's config checks (sections, environment, buffer columns)
+``networks``      :class:`~.networks.QNetwork`, :func:`~.networks.copy_weights`
+``policy``        epsilon-greedy and greedy policies
+``collect``       the collect graph (:class:`~.collect.ActStep`, :class:`~.collect.CollectStep`)
+``learner``       the learn graph (:class:`~.learner.DQNLoss`, :class:`~.learner.Update`,
+                  :class:`~.learner.LearnStep`)
+``numpy_buffer``  :class:`~.numpy_buffer.NumpyReplayBuffer`, the host-side baseline
+``collectors``    the three ways to collect (device, device env with numpy buffer, gymnasium)
+``evaluation``    greedy evaluation on MindSpore CartPoles or gymnasium
+``trainer``       :func:`~.trainer.build_agent`, :func:`~.trainer.train`, the training loop
+``progress``      the progress bar (tqdm, or a silent stand-in)
+``plotting``      the learning curve
+``extras``        the ``dqn`` extra (matplotlib, tqdm): checks and the error when one is missing
+``cli``           the ``mindspore-rl-buffer`` command line
+================  ==========================================================================
+"""
+from mindspore_rl_buffer.apps.dqn.config import check_config
+from mindspore_rl_buffer.apps.dqn.trainer import DQNAgent, TrainResult, build_agent, train
+
+__all__ = ["DQNAgent", "TrainResult", "build_agent", "check_config", "train"]

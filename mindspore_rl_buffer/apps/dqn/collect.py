@@ -1,0 +1,120 @@
+"""The collect graph: the policy acts in the MindSpore CartPoles and the buffer stores the steps.
+
+:class:`CollectStep` is one compiled graph: :class:`ActStep` (epsilon-greedy policy, one
+step of the batched :class:`~mindspore_rl_buffer.apps.dqn.cartpole.CartPole`, the episode
+returns) and ``_ = self.buffer.insert(...)``. A transition is ``(state, action, reward,
+next_state, terminated)``, the five columns of the buffer declared in ``configs/dqn.py``.
+"""
+from __future__ import annotations
+
+import mindspore as ms
+import numpy as np
+from mindspore import Parameter, Tensor, nn, ops
+
+from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer
+from mindspore_rl_buffer.apps.dqn.cartpole import CartPole
+from mindspore_rl_buffer.apps.dqn.policy import EpsilonGreedy
+
+
+class EpisodeTracker(nn.Cell):
+    """Running returns of a batch of environments, and the total over finished episodes.
+
+    ``finished_return`` (float32) and ``finished_episodes`` (int32) only grow; the host reads
+    them once per progress-bar update and takes differences.
+
+    Args:
+        num_envs (int): Environments tracked.
+
+    Inputs:
+        - **reward** (Tensor) - float32, ``(num_envs,)``.
+        - **done** (Tensor) - bool, ``(num_envs,)``: the episode ended at this step.
+
+    Outputs:
+        Tensor, float32, ``(num_envs,)``: ``done`` as 0.0/1.0.
+    """
+
+    def __init__(self, num_envs: int) -> None:
+        super().__init__()
+        self.episode_return = Parameter(Tensor(np.zeros(num_envs, np.float32)), name="episode_return",
+                                        requires_grad=False)
+        self.finished_return = Parameter(Tensor(0.0, ms.float32), name="finished_return", requires_grad=False)
+        self.finished_episodes = Parameter(Tensor(0, ms.int32), name="finished_episodes", requires_grad=False)
+
+    def construct(self, reward, done):
+        running = self.episode_return + reward
+        done_f = done.astype(ms.float32)
+        ops.assign(self.finished_return, self.finished_return + (running * done_f).sum())
+        finished = done.astype(ms.int32).sum().astype(ms.int32)
+        ops.assign(self.finished_episodes, self.finished_episodes + finished)
+        ops.assign(self.episode_return, running * (1.0 - done_f))
+        return done_f
+
+    def read(self) -> tuple[float, int]:
+        """Host read: total return of the finished episodes, and how many finished."""
+        return float(self.finished_return.asnumpy()), int(self.finished_episodes.asnumpy())
+
+
+class ActStep(nn.Cell):
+    """The policy acts in every environment once; returns the transitions, stores nothing.
+
+    Args:
+        policy (EpsilonGreedy): Chooses the actions.
+        env (CartPole): The batch of environments.
+
+    Outputs:
+        Tuple of 5 tensors with leading dimension ``num_envs``: ``state`` (float32, 4),
+        ``action`` (int32, 1), ``reward`` (float32, 1), ``next_state`` (float32, 4) and
+        ``terminated`` (float32, 1), the columns of the replay buffer.
+    """
+
+    def __init__(self, policy: EpsilonGreedy, env: CartPole) -> None:
+        super().__init__()
+        self.policy = policy
+        self.env = env
+        self.tracker = EpisodeTracker(env.num_envs)
+
+    def construct(self):
+        # `+ 0.0` takes a copy: a plain read of the Parameter would see the step's assign.
+        state = self.env.state + 0.0
+        action = self.policy(state)
+        next_state, reward, terminated, truncated = self.env.step(action)
+        _ = self.tracker(reward, ops.logical_or(terminated, truncated))
+        return (state, action.expand_dims(1), reward.expand_dims(1), next_state,
+                terminated.astype(ms.float32).expand_dims(1))
+
+
+class CollectStep(nn.Cell):
+    """:class:`ActStep` and ``insert`` of its transitions into the buffer: one graph.
+
+    Args:
+        act (ActStep): Produces the transitions.
+        buffer (Union[ReplayBuffer, ShardedReplayBuffer]): Stores them.
+
+    Outputs:
+        The transitions inserted (see :class:`ActStep`).
+    """
+
+    def __init__(self, act: ActStep, buffer: ReplayBuffer | ShardedReplayBuffer) -> None:
+        super().__init__()
+        self.act = act
+        self.buffer = buffer
+
+    def construct(self):
+        state, action, reward, next_state, terminated = self.act()
+        _ = self.buffer.insert([state, action, reward, next_state, terminated])
+        return state, action, reward, next_state, terminated
+
+
+class ResetEnv(nn.Cell):
+    """Reset a :class:`CartPole` as a compiled graph; returns the observations.
+
+    Args:
+        env (CartPole): The environments to reset.
+    """
+
+    def __init__(self, env: CartPole) -> None:
+        super().__init__()
+        self.env = env
+
+    def construct(self):
+        return self.env.reset()

@@ -1,0 +1,127 @@
+"""The learn graph: ``self.buffer.sample()``, the (Double) DQN Huber loss, Adam and the target sync.
+
+:class:`Update` learns from a batch it is given (the numpy baseline feeds it from the host);
+:class:`LearnStep` samples the batch from the device buffer inside the same graph.
+"""
+from __future__ import annotations
+
+import mindspore as ms
+from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
+
+from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer
+
+
+class DQNLoss(nn.Cell):
+    """Mean Huber loss between ``Q(s, a)`` and the (Double) DQN target.
+
+    Target: ``r + gamma * (1 - terminated) * Q_target(s', a')`` with ``a'`` the online
+    network's argmax (Double DQN) or the target network's (DQN); no gradient flows into it.
+
+    Args:
+        q_net (nn.Cell): The online network.
+        target_net (nn.Cell): The target network.
+        gamma (float): Discount.
+        double_dqn (bool): Let the online network pick ``a'``. Default: ``True``.
+        huber_delta (float): Where the Huber loss turns linear. Default: ``1.0``.
+
+    Inputs:
+        - **state**, **action**, **reward**, **next_state**, **terminated** - a batch of
+          transitions with leading dimension ``b``: float32 ``(b, 4)``, int32 ``(b, 1)``,
+          float32 ``(b, 1)``, float32 ``(b, 4)``, float32 ``(b, 1)``.
+
+    Outputs:
+        Tensor, float32 scalar.
+    """
+
+    def __init__(self, q_net: nn.Cell, target_net: nn.Cell, gamma: float, double_dqn: bool = True,
+                 huber_delta: float = 1.0) -> None:
+        super().__init__()
+        self.q_net = q_net
+        self.target_net = target_net
+        self.gamma = float(gamma)
+        self.double_dqn = bool(double_dqn)
+        self.huber_delta = float(huber_delta)
+
+    def construct(self, state, action, reward, next_state, terminated):
+        q_taken = ops.gather_elements(self.q_net(state), 1, action)
+        next_target = self.target_net(next_state)
+        if self.double_dqn:
+            next_action = ops.argmax(self.q_net(next_state), dim=1, keepdim=True).astype(ms.int32)
+        else:
+            next_action = ops.argmax(next_target, dim=1, keepdim=True).astype(ms.int32)
+        next_value = ops.gather_elements(next_target, 1, next_action)
+        target = ops.stop_gradient(reward + self.gamma * (1.0 - terminated) * next_value)
+        error = ops.abs(q_taken - target)
+        quadratic = ops.minimum(error, self.huber_delta)
+        return (0.5 * quadratic * quadratic + self.huber_delta * (error - quadratic)).mean()
+
+
+class Update(nn.Cell):
+    """One learn step from a given batch: loss, Adam update, periodic target sync.
+
+    Every ``target_sync_period`` calls the online weights are copied into the target
+    network (branch-free: ``where`` on every target parameter, cheap for this network).
+
+    Args:
+        loss_net (DQNLoss): The loss, holding the online and target networks.
+        optimizer (nn.Optimizer): Updates the online network.
+        target_sync_period (int): Calls between copies into the target network.
+        data_parallel_degree (int): Ranks whose gradients are averaged (a
+            :class:`~mindspore_rl_buffer.ShardedReplayBuffer` over msrun ranks); 1 averages
+            nothing. Default: ``1``.
+
+    Inputs:
+        The five batch columns of :class:`DQNLoss`.
+
+    Outputs:
+        Tensor, float32 scalar: the loss before the update.
+    """
+
+    def __init__(self, loss_net: DQNLoss, optimizer: nn.Optimizer, target_sync_period: int,
+                 data_parallel_degree: int = 1) -> None:
+        super().__init__()
+        self.loss_net = loss_net
+        self.optimizer = optimizer
+        self.weights = optimizer.parameters
+        self.grad = ops.GradOperation(get_by_list=True)
+        self.reduce = int(data_parallel_degree) > 1
+        if self.reduce:
+            self.reducer = nn.DistributedGradReducer(self.weights, mean=True, degree=int(data_parallel_degree))
+        self.online = ParameterTuple(loss_net.q_net.get_parameters())
+        self.target = ParameterTuple(loss_net.target_net.get_parameters())
+        self.target_sync_period = int(target_sync_period)
+        self.learn_steps = Parameter(Tensor(0, ms.int32), name="learn_steps", requires_grad=False)
+
+    def construct(self, state, action, reward, next_state, terminated):
+        loss = self.loss_net(state, action, reward, next_state, terminated)
+        grads = self.grad(self.loss_net, self.weights)(state, action, reward, next_state, terminated)
+        if self.reduce:
+            grads = self.reducer(grads)
+        loss = ops.depend(loss, self.optimizer(grads))
+        steps = ops.depend(self.learn_steps + 1, loss)
+        ops.assign(self.learn_steps, steps)
+        sync = (steps % self.target_sync_period) == 0
+        for online, target in zip(self.online, self.target):
+            ops.assign(target, ops.where(sync, online, target))
+        return loss
+
+
+class LearnStep(nn.Cell):
+    """``self.buffer.sample()`` and an :class:`Update` on the batch: one graph.
+
+    Args:
+        buffer (Union[ReplayBuffer, ShardedReplayBuffer]): Sampled inside the graph.
+        update (Update): Learns from the batch.
+
+    Outputs:
+        Tensor, float32 scalar: the loss.
+    """
+
+    def __init__(self, buffer: ReplayBuffer | ShardedReplayBuffer, update: Update) -> None:
+        super().__init__()
+        self.buffer = buffer
+        self.update = update
+
+    def construct(self):
+        state, action, reward, next_state, terminated = self.buffer.sample()
+        return self.update(state, action, reward, next_state, terminated)

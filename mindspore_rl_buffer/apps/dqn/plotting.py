@@ -1,0 +1,47 @@
+"""The learning curve: training and evaluation returns and the loss against environment steps."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mindspore_rl_buffer.apps.dqn.extras import require_matplotlib
+
+if TYPE_CHECKING:
+    from mindspore_rl_buffer.apps.dqn.trainer import TrainResult
+
+
+def plot_learning_curve(result: TrainResult, path: str | Path, threshold: float = 475.0) -> None:
+    """Write a PNG with training and evaluation returns and the loss against environment steps.
+
+    Args:
+        result (TrainResult): The histories of a run.
+        path (Union[str, Path]): The PNG to write.
+        threshold (float): The solving return, drawn as a dashed line. Default: ``475.0``.
+
+    Raises:
+        MissingExtraError: If matplotlib is not installed (``pip install 'mindspore_rl_buffer[dqn]'``).
+    """
+    matplotlib = require_matplotlib()
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (returns_axis, loss_axis) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    if result.episode_history:
+        steps, values = zip(*result.episode_history)
+        returns_axis.plot(steps, values, label="training episodes (epsilon-greedy)", alpha=0.7)
+    if result.eval_history:
+        steps, values = zip(*result.eval_history)
+        returns_axis.plot(steps, values, "o-", label="evaluation (greedy)")
+    returns_axis.axhline(threshold, color="grey", linestyle="--", label=f"solved ({threshold:g})")
+    returns_axis.set_ylabel("episode return")
+    returns_axis.set_title("DQN on CartPole-v1")
+    returns_axis.legend(loc="upper left")
+    if result.loss_history:
+        steps, values = zip(*result.loss_history)
+        loss_axis.plot(steps, values)
+        loss_axis.set_yscale("log")
+    loss_axis.set_ylabel("TD loss (Huber)")
+    loss_axis.set_xlabel("environment steps")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

@@ -1,0 +1,100 @@
+"""The trainer's config checks read the buffer entry through the library's loader, in every form."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from mindspore_rl_buffer import ReplayBuffer
+from mindspore_rl_buffer.apps.dqn import build_agent, check_config, train
+from mindspore_rl_buffer.apps.dqn.numpy_buffer import NumpyReplayBuffer
+from tests.apps.dqn.helpers import small_config
+
+COLUMN_NAMES = ["float32", "int32", "float32", "float32", "float32"]
+
+
+def _nested(config: dict) -> dict:
+    """``config`` with its buffer entry in the nested form: ``type`` by name, dtypes by name."""
+    flat = config["replay_buffer"]
+    params = {key: value for key, value in flat.items() if key not in ("number", "type")}
+    params["data_type"] = list(COLUMN_NAMES)
+    config["replay_buffer"] = {"number": 1, "type": "ReplayBuffer", "params": params}
+    return config
+
+
+def _type_by_name(config: dict) -> dict:
+    """``config`` with its flat buffer entry naming the type as a string."""
+    config["replay_buffer"]["type"] = "ReplayBuffer"
+    return config
+
+
+@pytest.mark.parametrize(("form", "buffer_kind"), [(_nested, "device"), (_nested, "numpy"),
+                                                   (_type_by_name, "device")],
+                         ids=["nested_params_device", "nested_params_numpy", "type_by_name_device"])
+def test_other_forms_of_the_buffer_entry_build_the_agent_and_train(form, buffer_kind):
+    config = form(small_config(max_steps=300))
+    before = copy.deepcopy(config)
+    agent = build_agent(config, buffer_kind=buffer_kind, seed=0)
+    expected_type = ReplayBuffer if buffer_kind == "device" else NumpyReplayBuffer
+    assert type(agent.buffer) is expected_type
+    assert (agent.buffer.capacity, agent.buffer.sample_size) == (256, 64)
+    result = train(config, buffer_kind=buffer_kind, seed=0, progress=False)
+    assert result.env_steps == 300 and result.learn_steps == 4 * len(range(100, 301, 4))
+    assert np.isfinite([loss for _, loss in result.loss_history]).all() and result.loss_history
+    assert config == before, "the config was changed"
+
+
+def test_check_config_returns_what_the_trainer_takes_from_the_entry():
+    entry = check_config(_nested(small_config()))
+    assert (entry.buffer_type, entry.capacity, entry.sample_size) == (ReplayBuffer, 256, 64)
+
+
+def test_a_section_that_is_not_a_dict_is_named():
+    config = small_config()
+    config["trainer"] = [("max_steps", 10)]
+    with pytest.raises(TypeError, match="For 'train', the 'trainer' entry must be a dict, but got list"):
+        check_config(config)
+
+
+def test_a_buffer_entry_the_library_refuses_is_refused_with_the_library_error():
+    config = _nested(small_config())
+    config["replay_buffer"]["params"]["capcity"] = config["replay_buffer"]["params"].pop("capacity")
+    with pytest.raises(ValueError, match=r"unknown key 'capcity'; did you mean capacity\?"):
+        check_config(config)
+
+
+def test_shapes_and_types_of_different_lengths_get_the_library_error():
+    config = small_config()
+    config["replay_buffer"]["data_shape"] = config["replay_buffer"]["data_shape"][:4]
+    with pytest.raises(ValueError, match="one entry per column, but got 4 shapes and 5 types"):
+        check_config(config)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"number": 2}, r"the replay buffer's 'number' must be 1, but got 2"),
+        ({"type": "PriorityReplayBuffer", "alpha": 0.6},
+         r"the replay buffer's 'type' must be a buffer whose sample\(\) returns the columns"),
+        ({"data_shape": [(4,), (1,), (1,), (4,)], "data_type": COLUMN_NAMES[:4]},
+         r"the replay buffer's 'data_shape' must be \[\(4,\), \(1,\), \(1,\), \(4,\), \(1,\)\]"),
+        ({"data_type": ["float32", "int64", "float32", "float32", "float32"]},
+         r"the replay buffer's 'data_type' must be \['float32', 'int32', .*but got \['float32', 'int64'"),
+    ],
+    ids=["number", "priority", "data_shape", "data_type"],
+)
+def test_buffer_entries_the_trainer_cannot_run_are_refused_in_nested_form(change, message):
+    config = _nested(small_config())
+    entry = config["replay_buffer"]
+    for key, value in change.items():
+        (entry if key in ("number", "type") else entry["params"])[key] = value
+    with pytest.raises(ValueError, match="For 'train', " + message):
+        check_config(config)
+
+
+def test_the_data_parallel_config_passes_the_checks():
+    from mindspore_rl_buffer.configs.dqn_data_parallel import algorithm_config
+
+    entry = check_config(algorithm_config)
+    assert entry.buffer_type.__name__ == "ShardedReplayBuffer" and entry.capacity == 100000
