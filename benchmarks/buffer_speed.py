@@ -18,11 +18,11 @@ from typing import Any
 
 import mindspore as ms
 import numpy as np
-from mindspore import Tensor, jit
+from mindspore import Tensor
 
 from benchmarks.common import W1_SHAPES, W3_SHAPES, in_rounds, median_seconds, mib, ratio, rss, table
 from mindspore_rl_buffer import ReplayBuffer
-from mindspore_rl_buffer._graph import DIRECT_CALLS, BufferCell, in_graph
+from mindspore_rl_buffer._graph import BufferCell, buffer_method
 from mindspore_rl_buffer.specs import numpy_dtype
 
 W1_TYPES = [ms.float32, ms.int32, ms.float32, ms.float32]
@@ -33,16 +33,10 @@ WRITER_BATCH = 32
 
 
 class Floor(BufferCell):
-    """An empty compiled call on the buffer's own direct-call path: in_graph check, lock, @jit."""
+    """An empty compiled call on the buffers' own direct-call path: the seam's lock, host step and twin."""
 
-    def call(self, x):
-        if in_graph():
-            return x
-        with DIRECT_CALLS:
-            return self._empty(x)
-
-    @jit
-    def _empty(self, x):
+    @buffer_method()
+    def call(self, x, *, check=True):
         return x
 
 

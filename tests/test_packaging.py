@@ -2,6 +2,7 @@
 mindspore_rl_buffer.apps, whose matplotlib and tqdm are the ``dqn`` extra."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -11,7 +12,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_wheel_installs_ops_inside_the_package(tmp_path):
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(ROOT),
+    # Built from a copy of the sources: setuptools reuses a build/ folder, whose files from an
+    # earlier layout would otherwise end up in the wheel.
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns("build", "dist", ".venv*", "*.egg-info", ".git",
+                                                                "__pycache__", "runs", "benchmarks"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(source),
                     "-w", str(tmp_path)], check=True, capture_output=True)
     (wheel,) = tmp_path.glob("mindspore_rl_buffer-*.whl")
     archive = zipfile.ZipFile(wheel)

@@ -2,12 +2,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from mindspore_rl_buffer.apps.dqn.extras import require_matplotlib
-
-if TYPE_CHECKING:
-    from mindspore_rl_buffer.apps.dqn.trainer import TrainResult
+from mindspore_rl_buffer.apps.dqn.results import TrainResult
 
 
 def plot_learning_curve(result: TrainResult, path: str | Path, threshold: float = 475.0) -> None:

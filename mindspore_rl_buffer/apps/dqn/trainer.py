@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,23 +40,7 @@ from mindspore_rl_buffer.apps.dqn.numpy_buffer import NumpyReplayBuffer
 from mindspore_rl_buffer.apps.dqn.plotting import plot_learning_curve
 from mindspore_rl_buffer.apps.dqn.policy import EpsilonGreedy, GreedyAction
 from mindspore_rl_buffer.apps.dqn.progress import progress_bar
-
-
-@dataclass
-class TrainResult:
-    """What :func:`train` did: histories, the final evaluation and the files written."""
-
-    solved: bool
-    final_eval_return: float
-    env_steps: int
-    learn_steps: int
-    wall_time: float
-    steps_per_second: float
-    eval_history: list[tuple[int, float]] = field(default_factory=list)
-    episode_history: list[tuple[int, float]] = field(default_factory=list)
-    loss_history: list[tuple[int, float]] = field(default_factory=list)
-    curve_path: Path | None = None
-    checkpoint_path: Path | None = None
+from mindspore_rl_buffer.apps.dqn.results import TrainResult
 
 
 @dataclass

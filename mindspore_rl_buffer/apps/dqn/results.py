@@ -1,0 +1,22 @@
+"""TrainResult: what a training run did, shared by the trainer and the plots."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` did: histories, the final evaluation and the files written."""
+
+    solved: bool
+    final_eval_return: float
+    env_steps: int
+    learn_steps: int
+    wall_time: float
+    steps_per_second: float
+    eval_history: list[tuple[int, float]] = field(default_factory=list)
+    episode_history: list[tuple[int, float]] = field(default_factory=list)
+    loss_history: list[tuple[int, float]] = field(default_factory=list)
+    curve_path: Path | None = None
+    checkpoint_path: Path | None = None
