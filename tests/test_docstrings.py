@@ -3,16 +3,20 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import pathlib
 
 import pytest
 
-MODULES = ["mindspore_rl_buffer.specs", "mindspore_rl_buffer.config", "mindspore_rl_buffer.replay_buffer",
-           "mindspore_rl_buffer.ops.ring", "mindspore_rl_buffer.trajectory", "mindspore_rl_buffer.py_uniform",
-           "mindspore_rl_buffer.apps.dqn.cartpole", "mindspore_rl_buffer.sharded", "mindspore_rl_buffer.ops.sharded",
-           "mindspore_rl_buffer.priority_replay_buffer", "mindspore_rl_buffer.reservoir_replay_buffer",
-           "mindspore_rl_buffer.ops.priority", "mindspore_rl_buffer.ops.reservoir", "mindspore_rl_buffer.ops.dedupe",
-           "mindspore_rl_buffer.writer", "mindspore_rl_buffer.apps.dqn.config", "mindspore_rl_buffer.apps.dqn.networks",
-           "mindspore_rl_buffer.apps.dqn.numpy_buffer"]
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+# Every module with an example in a docstring (ops/ is installed as mindspore_rl_buffer.ops).
+MODULES = sorted(
+    ".".join(["mindspore_rl_buffer", *path.relative_to(ROOT / "mindspore_rl_buffer").with_suffix("").parts])
+    .replace(".__init__", "")
+    for path in (ROOT / "mindspore_rl_buffer").rglob("*.py") if ">>> " in path.read_text()
+) + sorted(
+    ".".join(["mindspore_rl_buffer.ops", path.stem]).replace(".__init__", "")
+    for path in (ROOT / "ops").glob("*.py") if ">>> " in path.read_text()
+)
 
 
 @pytest.mark.parametrize("name", MODULES)
