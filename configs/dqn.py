@@ -48,7 +48,8 @@ algorithm_config = {
         "eval_starts": 10000,
         "eval_episodes": 100,  # the greedy policy plays them in parallel; gymnasium defines solving over 100
         "solve_threshold": 475.0,  # CartPole-v1's reward threshold, for the mean over eval_episodes
-        "log_interval": 50,  # collect steps between progress-bar updates
+        "solve_evaluations": 3,  # solved = threshold reached at this many consecutive evaluations (a held solve)
+        "log_interval": 50,  # collect steps per launch of the fused loop and between progress-bar updates
         "seed": 0,
     },
 }
