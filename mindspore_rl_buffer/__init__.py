@@ -9,7 +9,7 @@ from mindspore_rl_buffer.sharded import ShardedReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec
 from mindspore_rl_buffer.tf_agents import BufferInfo
 from mindspore_rl_buffer.trajectory import TrajectoryReplayBuffer
-from mindspore_rl_buffer.writer import BufferWriter
+from mindspore_rl_buffer.writer import BufferWriter, DroppedTransitionsWarning
 
 register_buffer_type(ShardedReplayBuffer)
 
@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BufferInfo",
     "BufferWriter",
+    "DroppedTransitionsWarning",
     "PriorityReplayBuffer",
     "PyUniformReplayBuffer",
     "ReplayBuffer",

@@ -20,6 +20,17 @@ BARE_CALL = (
 )
 
 
+# Shown when a buffer method is run by MindSpore's JIT fallback from inside a running graph:
+# after `b = self.buffer` and a bare `b.insert(...)`, the parser rebinds `b` to the result.
+FALLBACK_CALL = (
+    "For '{method}', the buffer was called through MindSpore's Python fallback from inside a running "
+    "graph, where it cannot launch its own: this happens after a local alias `b = self.buffer` and a bare "
+    "statement `b.insert(...)` (or `b.clear(...)`), which MindSpore's parser rewrites into "
+    "`b = b.insert(...)`, turning `b` into a Python object. Write `_ = b.insert(...)`, or call "
+    "`self.buffer.insert(...)` directly."
+)
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """Return ``'; did you mean X?'`` for the closest of ``choices``, or ``''``."""
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)

@@ -189,6 +189,8 @@ def buffer_method(host: Callable[..., Any] | None = None, *, returns_self: bool 
                     body(self, *args, check=True, **kwargs)
                     return self
                 return body(self, *args, check=True, **kwargs)
+            if called_by_graph_fallback():
+                raise TypeError(_errors.FALLBACK_CALL.format(method=body.__name__.lstrip("_")))
             with DIRECT_CALLS:
                 plan = host(self, *args, **kwargs) if host is not None else Launch(*args)
                 if not isinstance(plan, Launch):
@@ -206,6 +208,23 @@ def buffer_method(host: Callable[..., Any] | None = None, *, returns_self: bool 
         return method
 
     return decorate
+
+
+# The function of MindSpore's parser that runs Python code for a graph that is running (its
+# JIT fallback), where a buffer's direct path would start a nested graph.
+_FALLBACK_EVAL = "eval_script"
+
+
+def called_by_graph_fallback() -> bool:
+    """Whether MindSpore's JIT fallback is running this call from inside a running graph."""
+    frame = sys._getframe(2)
+    for _ in range(6):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == _FALLBACK_EVAL and "mindspore" in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
 
 
 # Method names that MindSpore's parser treats as list methods in a bare statement.

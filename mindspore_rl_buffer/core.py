@@ -31,11 +31,12 @@ from mindspore.common.initializer import initializer
 from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method
 from mindspore_rl_buffer._validation import (
     check_batch_graph,
+    check_capacity,
+    check_column_names,
     check_logical_index,
-    check_size,
     check_transition,
 )
-from mindspore_rl_buffer.checkpoint import Checkpointable, ring_contract, spec_record
+from mindspore_rl_buffer.checkpoint import RECORD, Checkpointable, ring_contract, spec_record
 from mindspore_rl_buffer.ops import ring
 from mindspore_rl_buffer.specs import TensorSpec, column_specs
 from mindspore_rl_buffer.writer import BufferWriter
@@ -67,9 +68,12 @@ class RingBuffer(BufferCell, Checkpointable):
             Default: ``None``, which names them ``column_0``, ``column_1``, ...
 
     Raises:
-        TypeError: If ``capacity`` is not an int, or ``shapes``/``types`` is not a list.
-        ValueError: If ``capacity`` is not positive, ``shapes`` and ``types`` differ in
-            length, or a dtype is unknown.
+        TypeError: If ``capacity`` is not an int, ``shapes``/``types`` is not a list, or a name
+            is not a str.
+        ValueError: If ``capacity`` is not in ``[1, 2**30]`` (the largest capacity whose int32
+            cursor arithmetic is exact), ``shapes`` and ``types`` differ in length, a dtype is
+            unknown or unsupported (bool, bfloat16), or a name is empty, repeated or one the
+            buffer keeps its own state under (``head``, ``count``, and those of subclasses).
 
     Supported Platforms:
         ``GPU`` ``CPU``
@@ -84,11 +88,17 @@ class RingBuffer(BufferCell, Checkpointable):
         (3, True, 1, 3)
     """
 
+    # Names of the buffer's own Parameters (subclasses add theirs), refused as column names.
+    RESERVED_NAMES: tuple[str, ...] = ("head", "count", RECORD)
+
     def __init__(self, capacity: int, shapes: Sequence[Any], types: Sequence[Any], *,
                  names: Sequence[str] | None = None) -> None:
         super().__init__()
         op = type(self).__name__
-        self._capacity = check_size(op, "capacity", capacity)
+        self._capacity = check_capacity(op, "capacity", capacity)
+        if names is not None and isinstance(names, (list, tuple)):
+            reserved = {name for cls in type(self).__mro__ for name in getattr(cls, "RESERVED_NAMES", ())}
+            check_column_names(op, names, tuple(sorted(reserved)))
         self._specs = column_specs(shapes, types, names)
         self.columns = ParameterTuple(
             Parameter(initializer("zeros", (self._capacity, *spec.shape), spec.dtype), name=spec.name,
@@ -200,7 +210,7 @@ class RingBuffer(BufferCell, Checkpointable):
         """
         if isinstance(index, int):
             index = _index_constant(index)
-        return ring.get_item(self.columns, self.head, self.count, index.astype(ms.int32), check)
+        return ring.get_item(self.columns, self.head, self.count, index, check)
 
     # ------------------------------------------------------------- reset, size, full
     @buffer_method()

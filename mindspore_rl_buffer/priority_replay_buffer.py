@@ -10,7 +10,13 @@ from mindspore import Parameter, Tensor, ops
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import Launch, buffer_method, discard
-from mindspore_rl_buffer._validation import check_exponent, check_not_empty, check_priorities, check_size
+from mindspore_rl_buffer._validation import (
+    check_exponent,
+    check_not_empty,
+    check_priorities,
+    check_seed,
+    check_size,
+)
 from mindspore_rl_buffer.core import RingBuffer
 from mindspore_rl_buffer.ops import priority
 
@@ -27,7 +33,7 @@ def _host_sample(self: PriorityReplayBuffer, beta: Any) -> Launch:
 
 
 def _host_update(self: PriorityReplayBuffer, indices: Any, priorities: Any) -> Launch | None:
-    slots, values = check_priorities("update_priorities", indices, priorities, int(self.count))
+    slots, values = check_priorities("update_priorities", indices, priorities, int(self.count), self._alpha)
     if not slots.size:
         return None
     return Launch(Tensor(slots.astype(np.int32)), Tensor(values.astype(np.float32)), finish=discard)
@@ -42,8 +48,10 @@ class PriorityReplayBuffer(RingBuffer):
     returns importance weights ``(N * P(i)) ** -beta`` divided by their largest value over
     all ``N`` stored items. New items get the largest priority set so far (1 at first);
     an overwritten slot loses its old priority; :meth:`reset` forgets every priority and
-    sets the largest back to 1. Priorities are clamped below at
-    ``ops.PRIORITY_FLOOR`` (1e-8) so every weight is finite.
+    sets the largest back to 1. Priorities are clamped below at ``ops.PRIORITY_FLOOR``
+    (1e-8) so every weight is finite. A direct :meth:`update_priorities` refuses a priority
+    whose ``p ** alpha`` would exceed ``ops.LEAF_CEILING`` (2**96), so that the sum tree can
+    never overflow float32; inside a graph such leaves (and ``+inf``) are clamped to it.
 
     The trees are two float32 Parameters of ``2 * P`` nodes (``P`` the smallest power of
     two ``>= capacity``, see :mod:`mindspore_rl_buffer.ops.priority`), so inserting,
@@ -92,6 +100,7 @@ class PriorityReplayBuffer(RingBuffer):
     """
 
     BINDING_SETTINGS = ("alpha",)
+    RESERVED_NAMES = ("sum_tree", "min_tree", "max_priority")
 
     def __init__(
         self,
@@ -107,8 +116,7 @@ class PriorityReplayBuffer(RingBuffer):
         op = type(self).__name__
         alpha = check_exponent(op, "alpha", alpha)
         sample_size = check_size(op, "sample_size", sample_size)
-        if seed is not None:
-            check_size(op, "seed", seed, minimum=0)
+        check_seed(op, seed)
         super().__init__(capacity, shapes, types, names=names)
         self._alpha = alpha
         self._sample_size = sample_size
@@ -195,7 +203,7 @@ class PriorityReplayBuffer(RingBuffer):
                 is not checked.
         """
         top = priority.update_priorities(self.sum_tree, self.min_tree, self.max_priority, self.count,
-                                         indices.astype(ms.int32), priorities, self._alpha, self.capacity, check)
+                                         indices, priorities, self._alpha, self.capacity, check)
         ops.assign(self.max_priority, top)
         return top
 

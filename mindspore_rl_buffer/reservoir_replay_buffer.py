@@ -74,6 +74,8 @@ class ReservoirReplayBuffer(ReplayBuffer):
         super().__init__(sample_size, capacity, shapes, types, seed=seed, names=names)
         self.seen = Parameter(Tensor(0, ms.int64), name="seen", requires_grad=False)
 
+    RESERVED_NAMES = ("seen",)
+
     def _write(self, batch):
         """Offer the batch to the reservoir, item by item under algorithm R: while fewer than
         ``capacity`` items were seen, items fill the next slots in order; after that, the

@@ -14,7 +14,8 @@ import numpy as np
 
 from mindspore_rl_buffer import _errors
 
-# Every dtype a column may have, by name (not bool: ScatterUpdate has no bool kernel).
+# Every dtype a column may have, by name (not bool: ScatterUpdate has no bool kernel; bfloat16
+# is known here to be refused by name, see to_dtype).
 DTYPES: dict[str, ms.dtype.Type] = {
     "int8": ms.int8,
     "int16": ms.int16,
@@ -82,6 +83,10 @@ def to_dtype(value: Any, where: str) -> ms.dtype.Type:
     if name == "bool":
         raise ValueError(f"{where} bool is not supported: MindSpore's ScatterUpdate, which writes the "
                          f"columns, has no bool kernel; store flags as uint8 (or float32).")
+    if name == "bfloat16":
+        raise ValueError(f"{where} bfloat16 is not supported: MindSpore 2.10's CPU ScatterUpdate and "
+                         f"StridedSlice, which write the columns, have no bfloat16 kernel (and numpy has no "
+                         f"bfloat16 for the host side); store float32 (or float16).")
     if name not in DTYPES:
         raise ValueError(f"unknown {where} {value}{_errors.did_you_mean(name, DTYPES)}")
     return DTYPES[name]

@@ -18,6 +18,8 @@ A ring buffer's state is a sequence of ``columns`` (column ``c`` has shape
 * The next item is written at ``(head + count) % capacity``; once full, that is ``head``,
   the oldest row, which is overwritten (FIFO) and ``head`` moves forward.
 * ``full == (count == capacity)``; the empty state is ``head == count == 0``.
+* ``capacity <= MAX_CAPACITY`` (2**30): then every int32 intermediate of the cursor
+  arithmetic stays below 2**31, so it is exact (the buffers refuse larger capacities).
 
 Operators that write (``insert``) scatter into the column ``Parameter`` objects in place,
 because a functional scatter would copy every column on every call; they return the new
@@ -33,9 +35,14 @@ fixed at 0. Both cite this contract; their ``sample`` and ``insert`` are exporte
 ``ops.dedupe`` (the last occurrence wins), never left to the scatter's order.
 """
 from mindspore_rl_buffer.ops import dedupe, priority, reservoir
+from mindspore_rl_buffer.ops._common import MAX_CAPACITY
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 from mindspore_rl_buffer.ops.priority import (
+    LEAF_CEILING,
+    LEAF_FLOOR,
+    PRIORITY_CEILING,
     PRIORITY_FLOOR,
+    clamp_priorities,
     empty_trees,
     find_prefix,
     find_slots,
@@ -72,7 +79,12 @@ from mindspore_rl_buffer.ops.sharded import (
 )
 
 __all__ = [
+    "LEAF_CEILING",
+    "LEAF_FLOOR",
+    "MAX_CAPACITY",
+    "PRIORITY_CEILING",
     "PRIORITY_FLOOR",
+    "clamp_priorities",
     "combine_rows",
     "dedupe",
     "draw_global",

@@ -80,13 +80,18 @@ class PriorityModel(RingModel):
     """The ring plus one float64 priority per physical slot, from the paper's definitions.
 
     New items get the largest priority stored so far (1 at first); priorities are clamped
-    below at ``floor``; of repeated indexes in one update the last wins; sampling
-    probabilities are ``p ** alpha / sum(p ** alpha)`` over the stored slots ``[0, count)``.
+    to ``[floor, 2**126]`` (NaN to the floor, +inf to the ceiling) and leaves
+    ``p ** alpha`` to ``[smallest normal float32, 2**96]``, as the buffer documents; of
+    repeated indexes in one update the last wins; sampling probabilities are
+    ``leaf / sum(leaves)`` over the stored slots ``[0, count)``.
     """
+
+    LEAF_RANGE = (float(np.finfo(np.float32).tiny), 2.0**96)
 
     def __init__(self, alpha: float, capacity: int, shapes, dtypes, floor: float = 1e-8) -> None:
         super().__init__(capacity, shapes, dtypes)
         self.alpha, self.floor = alpha, floor
+        self.ceiling = 2.0**126
         self.priorities = np.zeros(capacity)
         self.max_priority = 1.0
 
@@ -99,7 +104,8 @@ class PriorityModel(RingModel):
     def update(self, indices, priorities) -> None:
         written = {}
         for index, priority in zip(indices, priorities):
-            written[int(index)] = max(float(priority), self.floor)
+            priority = float(priority)
+            written[int(index)] = self.floor if np.isnan(priority) else min(max(priority, self.floor), self.ceiling)
         for index, priority in written.items():
             self.priorities[index] = priority
         self.max_priority = max([self.max_priority, *written.values()])
@@ -107,7 +113,9 @@ class PriorityModel(RingModel):
     def leaves(self) -> np.ndarray:
         """``p ** alpha`` for stored slots, 0 for the others."""
         stored = np.arange(self.capacity) < self.count
-        return np.where(stored, self.priorities ** self.alpha, 0.0)
+        with np.errstate(over="ignore"):
+            leaves = np.clip(self.priorities ** self.alpha, *self.LEAF_RANGE)
+        return np.where(stored, leaves, 0.0)
 
     def probabilities(self) -> np.ndarray:
         leaves = self.leaves()

@@ -1,6 +1,8 @@
 """PriorityReplayBuffer and its tree operators against the numpy model, directly and in a Cell."""
 from __future__ import annotations
 
+import re
+
 import mindspore as ms
 import numpy as np
 import pytest
@@ -440,3 +442,85 @@ def test_sampling_an_empty_buffer_is_refused():
 def test_bad_alpha(alpha, error, message):
     with pytest.raises(error, match=message):
         make(alpha=alpha)
+
+
+# ------------------------------------------------ priorities that would overflow float32
+class Updater(nn.Cell):
+    """A user's graph that sets priorities: the graph path, where nothing is checked on the host."""
+
+    def __init__(self, buffer):
+        super().__init__()
+        self.buffer = buffer
+
+    def construct(self, indices, priorities):
+        return self.buffer.update_priorities(indices, priorities)
+
+
+def draw_counts(prb, draws):
+    counts = np.zeros(prb.capacity)
+    for _ in range(draws):
+        counts += np.bincount(prb.sample(1.0)[0].asnumpy(), minlength=prb.capacity)
+    return counts
+
+
+@pytest.mark.parametrize("alpha, priorities", [
+    (1.0, [3e38, 3e38, 1.0, 1.0]),
+    (10.0, [1e5, 1.0, 1.0, 1.0]),
+    (1.0, [np.inf, 2.0, 1.0, 1.0]),
+    (0.5, [np.nan, 4.0, 1.0, 1.0]),
+])
+def test_priorities_that_overflow_are_clamped_in_a_graph_and_sampling_follows_the_model(alpha, priorities):
+    ms.set_seed(31)
+    prb, model = make(capacity=4, sample_size=400, alpha=alpha), PriorityModel(alpha, 4, SHAPES, DTYPES)
+    prb.insert(encoded_batch(0, 4))
+    model.insert(encoded_batch(0, 4))
+    slots, values = np.arange(4, dtype=np.int32), np.array(priorities, np.float32)
+    Updater(prb)(Tensor(slots), Tensor(values))
+    model.update(slots, values)
+    sums, mins = prb.sum_tree.asnumpy(), prb.min_tree.asnumpy()
+    assert np.isfinite(sums).all() and np.isfinite(float(prb.max_priority)), "no inf or NaN in any node"
+    assert np.isfinite(mins[1:8]).all()
+    np.testing.assert_allclose(sums[4:8], model.leaves(), rtol=1e-6)
+    counts, expected = draw_counts(prb, 10), model.probabilities()
+    # Slots whose probability is below 1e-6 must never be drawn; the others follow the model
+    # (4,000 stratified draws, fixed seed: p < 1e-4 would mean clearly wrong frequencies).
+    rare = expected < 1e-6
+    assert counts[rare].sum() == 0
+    if (~rare).sum() > 1:
+        assert chisquare(counts[~rare], expected[~rare] / expected[~rare].sum() * counts.sum()).pvalue > 1e-4
+    # Priorities back to 1, four new items: the trees hold no trace of the overflow.
+    Updater(prb)(Tensor(slots), Tensor(np.ones(4, np.float32)))
+    model.update(slots, np.ones(4))
+    prb.insert(encoded_batch(4, 4))
+    model.insert(encoded_batch(4, 4))
+    np.testing.assert_allclose(prb.sum_tree.asnumpy()[4:8], model.leaves(), rtol=1e-6)
+    counts = draw_counts(prb, 4)
+    assert chisquare(counts).pvalue > 1e-4, "uniform again once every priority is equal"
+
+
+@pytest.mark.parametrize("alpha, priority, dtype", [
+    (1.0, 3e38, np.float32), (10.0, 1e5, np.float32), (1.0, 1e39, np.float64), (0.0, 1e39, np.float64),
+])
+def test_a_direct_update_refuses_a_priority_that_would_overflow_naming_the_largest_accepted(alpha, priority, dtype):
+    prb = make(capacity=4, alpha=alpha)
+    prb.insert(encoded_batch(0, 4))
+    before = state_of(prb)
+    largest = min(2.0**126, (2.0**96) ** (1 / alpha) if alpha else np.inf)
+    message = f"'priorities' must be at most {re.escape(f'{largest:.6g}')} .* but got {re.escape(f'{priority:.6g}')}"
+    with pytest.raises(ValueError, match=message):
+        prb.update_priorities(np.arange(2, dtype=np.int32), np.array([1.0, priority], dtype))
+    assert_same_state(before, state_of(prb))
+    accepted = np.nextafter(np.float32(largest), np.float32(0))
+    prb.update_priorities(np.array([0], np.int32), np.array([accepted], np.float32))  # just below: taken
+    assert np.isfinite(prb.sum_tree.asnumpy()).all()
+
+
+def test_an_int64_slot_past_int32_is_refused_in_a_graph_not_cut_to_another_slot():
+    prb = make(capacity=8)
+    prb.insert(encoded_batch(0, 5))
+    before = state_of(prb)
+    with pytest.raises(RuntimeError, match="assert failed"):
+        Updater(prb)(Tensor(np.array([2**32 + 1], np.int64)), Tensor(np.array([5.0], np.float32)))
+    assert_same_state(before, state_of(prb))
+    with pytest.raises(IndexError, match=f"but got {2**32 + 1}"):  # and directly, on the host
+        prb.update_priorities(np.array([2**32 + 1], np.int64), np.array([5.0], np.float32))
