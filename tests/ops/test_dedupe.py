@@ -35,8 +35,10 @@ def test_last_occurrence_wins_for_any_index_values(path):
         "all_equal": np.full(9, 3),
         "all_distinct": rng.permutation(9),
         "runs_and_gaps": np.array([4, 1, 4, 4, 1, 0, 9, 9]),
-        # index * n passes int32 (2**31 - 1 times 4096): the sort key must be int64.
-        "large_indexes": np.concatenate([rng.integers(2**31 - 8, 2**31, 2048), rng.integers(0, 2**31, 2048)]),
+        # index * n passes int32 (up to 2**31 times 4096): the sort keys must be int64. In
+        # int32, indexes 2**20 apart would share a key (2**20 * 4096 = 2**32) and their runs merge.
+        "large_indexes": np.concatenate([np.tile([3, 3 + 2**20, 2**31 - 1, 3 + 2**21, 2**31 - 1 - 2**20], 400),
+                                         rng.integers(2**31 - 8, 2**31, 1048), rng.integers(0, 2**31, 1048)]),
     }
     for name, index in cases.items():
         index = index.astype(np.int32)
