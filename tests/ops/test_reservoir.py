@@ -190,9 +190,10 @@ def test_insert_is_algorithm_r_item_by_item_with_its_draws(path):
     # kept with probability ~3e-9).
     steps = [*STREAM, ("seen_past_int32", 3)]
     for step, (name, batch_size) in enumerate(steps):
+        first = seen  # item numbers = stream positions, where the int32 column holds them
         if name == "seen_past_int32":
-            seen = 2**31 + 5
-        batch = encoded_batch(seen, batch_size)  # item numbers = stream positions
+            seen, first = 2**31 + 5, 1000
+        batch = encoded_batch(first, batch_size)
         slots, accepted, new_seen, count = reservoir.offer(seen, batch, step)
         assert len(slots) == len(accepted) == batch_size
         algorithm_r(model, seen, batch, slots, accepted)
