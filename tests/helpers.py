@@ -8,11 +8,13 @@ rather than against the vectorised arithmetic of ``ops``.
 from __future__ import annotations
 
 import collections
+import functools
 
 import mindspore as ms
 import numpy as np
 import optree
-from mindspore import Tensor, nn
+import pytest
+from mindspore import Parameter, ParameterTuple, Tensor, nn
 
 from mindspore_rl_buffer import ReplayBuffer, TensorSpec
 
@@ -148,6 +150,23 @@ class ReservoirModel:
             slot = self.rng.integers(self.seen)
             if slot < self.capacity:
                 self.items[slot] = item
+
+
+def ring_rows_item_by_item(head: int, count: int, batch_size: int, capacity: int):
+    """Append ``batch_size`` items one at a time under the cursor contract (write at
+    ``(head + count) % capacity``; once full, overwrite the oldest and move ``head``).
+
+    Returns the physical rows of the ``min(batch_size, capacity)`` newest items, oldest
+    first (the rows that hold the batch afterwards), and the cursors after the batch.
+    """
+    rows = []
+    for _ in range(batch_size):
+        rows.append((head + count) % capacity)
+        if count < capacity:
+            count += 1
+        else:
+            head = (head + 1) % capacity
+    return rows[len(rows) - min(batch_size, capacity):], head, count
 
 
 def apply_in_order(old: np.ndarray, rows, values, order) -> np.ndarray:
@@ -288,3 +307,51 @@ def fill(rb, model, steps, segments, start=0):
         v = step_values(t, segments)
         rb.add_batch({"value": v.astype(np.float32)})
         model.add(v)
+
+
+# ------------------------------------------------------------------ operator tests
+PATHS = ("direct", "compiled")
+
+
+class UserCell(nn.Cell):
+    """A user's Cell that owns ``parameters`` and calls ``function(*parameters, *inputs)``."""
+
+    def __init__(self, function, parameters):
+        super().__init__()
+        self.function = function
+        self.parameters = ParameterTuple(parameters)
+
+    def construct(self, *inputs):
+        return self.function(*self.parameters, *inputs)
+
+
+def on_path(path: str, function, parameters=()):
+    """``function(*parameters, *inputs)`` as a callable of ``inputs``: op by op ("direct"), or
+    compiled ("compiled"): inside a :class:`UserCell` that owns the ``parameters`` it writes,
+    or with ``mindspore.jit`` when it takes none. Every call of ``on_path`` compiles afresh."""
+    if path == "direct":
+        return functools.partial(function, *parameters)
+    return UserCell(function, parameters) if parameters else ms.jit(function)
+
+
+def parameter(array: np.ndarray, name: str) -> Parameter:
+    """A Parameter holding a copy of ``array``, as a buffer's column or tree."""
+    return Parameter(Tensor(np.array(array)), name=name, requires_grad=False)
+
+
+def leaves_of(outputs) -> list:
+    """The tensors of a nest of tuples."""
+    if isinstance(outputs, (tuple, list)):
+        return [leaf for output in outputs for leaf in leaves_of(output)]
+    return [outputs]
+
+
+def assert_guard_fails(run, *inputs) -> None:
+    """``run(*inputs)`` fails its runtime guard: ``RuntimeError: assert failed``.
+
+    The outputs are read inside the check: a compiled graph runs asynchronously and reports
+    its failure at the next synchronisation, which must not be a later test's.
+    """
+    with pytest.raises(RuntimeError, match="assert failed"):
+        for output in leaves_of(run(*inputs)):
+            output.asnumpy()
