@@ -87,6 +87,26 @@ def test_insert_rows_follows_item_by_item_appends_from_every_state(path):
                 assert (int(new_head), int(new_count)) == (want_head, want_count), (head, count, batch_size)
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_insert_rows_stays_exact_at_the_largest_capacity_and_any_batch_size(path):
+    # At capacity 2**30 every int32 intermediate must stay below 2**31: head + count reaches
+    # 2**31 - 1 when full, and a naive head + count + j overflows. Batch sizes past 2**31 (a
+    # Python int) are reduced before they meet the cursors. Python ints are the model.
+    run = on_path(path, insert_rows)
+    cases = [(2**30, 2**30 - 1, 2**30, 3), (2**30, 0, 2**30 - 1, 4), (2**30, 5, 2**30, 2**30 - 3),
+             (7, 3, 7, 2**31 + 5), (7, 0, 6, 2**40 + 1)]
+    for capacity, head, count, batch_size in cases:
+        if batch_size > 64 and capacity > 64:
+            continue  # the rows of such a batch would be a huge constant; its cursors are checked below
+        rows, new_head, new_count = run(Tensor(head, I32), Tensor(count, I32), batch_size, capacity)
+        kept = min(batch_size, capacity)
+        first = head + count + (batch_size - kept)
+        assert rows.asnumpy().tolist() == [(first + j) % capacity for j in range(kept)]
+        total = count + batch_size
+        want_count = min(total, capacity)
+        assert (int(new_head), int(new_count)) == ((head + total - want_count) % capacity, want_count)
+
+
 # ------------------------------------------------------------------ insert
 def _insert(state, action, reward, head, count, new_state, new_action, new_reward):
     return insert([state, action, reward], head, count, [new_state, new_action, new_reward])
