@@ -1,5 +1,6 @@
 """mindspore_rl_buffer: replay buffers that live on the device and compile into MindSpore graphs."""
 from mindspore_rl_buffer.checkpoint import load_checkpoint, save_checkpoint
+from mindspore_rl_buffer.compat import UniformReplayBuffer
 from mindspore_rl_buffer.config import create_buffer, load_config, register_buffer_type
 from mindspore_rl_buffer.priority_replay_buffer import PriorityReplayBuffer
 from mindspore_rl_buffer.py_uniform import PyUniformReplayBuffer
@@ -25,6 +26,7 @@ __all__ = [
     "ShardedReplayBuffer",
     "TensorSpec",
     "TrajectoryReplayBuffer",
+    "UniformReplayBuffer",
     "create_buffer",
     "load_checkpoint",
     "load_config",

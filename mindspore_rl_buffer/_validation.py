@@ -51,6 +51,29 @@ def check_seed(op: str, value: Any) -> int | None:
     return value
 
 
+def check_seeds(op: str, seed: Any, seed0: Any = 0, seed1: Any = 0) -> int | None:
+    """The one seed of a buffer from ``seed`` or MindSpore Reinforcement's ``seed0``/``seed1``.
+
+    As there, ``seed1`` if it is not 0, else ``seed0`` if it is not 0, else no seed (here:
+    follow ``mindspore.set_seed``); ``seed`` is this library's spelling. Giving both is refused.
+    """
+    for arg, value in (("seed0", seed0), ("seed1", seed1)):
+        check_size(op, arg, value, minimum=0)
+    if seed is not None and (seed0 or seed1):
+        raise ValueError(f"For '{op}', give either 'seed' or MindSpore Reinforcement's 'seed0'/'seed1', but got "
+                         f"seed={seed}, seed0={seed0}, seed1={seed1}.")
+    return check_seed(op, seed if seed is not None else (seed1 or seed0 or None))
+
+
+def check_types(op: str, types: Any, dtypes: Any) -> Any:
+    """The column dtypes, given as ``types`` or as MindSpore Reinforcement 0.6's ``dtypes``."""
+    if types is None and dtypes is None:
+        raise TypeError(f"For '{op}', the column dtypes must be given as 'types' (or 'dtypes'), but got neither.")
+    if types is not None and dtypes is not None:
+        raise ValueError(f"For '{op}', give the column dtypes once, as 'types' or 'dtypes', but got both.")
+    return types if types is not None else dtypes
+
+
 def check_column_names(op: str, names: Sequence[Any], reserved: Sequence[str]) -> None:
     """Column names: non-empty strings, none of them a name the buffer uses for its own state."""
     for name in names:

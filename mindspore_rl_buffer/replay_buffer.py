@@ -135,6 +135,7 @@ class ReplayBuffer(RingBuffer):
         # A graph without the indexes among its outputs is compiled without their kernels.
         logical, items = ring.sample(self.columns, self.head, self.count, self._sample_size, ordered,
                                      self._replace, self._seed, check)
+        items = self.decode(items)
         return (logical, items) if with_indices else items
 
     def _settings(self) -> dict[str, Any]:

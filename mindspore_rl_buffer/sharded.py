@@ -321,6 +321,7 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         total, drawn, values = sharded_ops.sample_global(storage.columns, storage.head, storage.count,
                                                          self._sample_size, self._rank, self._group, ordered,
                                                          self._seed, check)
+        values = storage.decode(values)
         if not check:
             # A direct call: the host checks the total after the launch (see _host_sample).
             return drawn, values, total

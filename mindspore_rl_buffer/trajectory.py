@@ -202,7 +202,7 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         segments = ops.uniform((picks, 1), ZERO, self._segments, seed=self._segment_seed, dtype=ms.int32)
         segments = ops.broadcast_to(segments, (picks, steps))
         index = ops.stack((rows, segments), -1)
-        leaves = [ops.gather_nd(column, index) for column in storage.columns]
+        leaves = list(storage.decode([ops.gather_nd(column, index) for column in storage.columns]))
         ids = rows * self._batch_size + segments
         valid = ((storage.count - steps + 1) * self._batch_size).astype(ms.float32)
         probabilities = ops.ones((picks,), ms.float32) / valid
@@ -232,7 +232,8 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         return rebuild(self._template, self._ordered_leaves())
 
     def _ordered_leaves(self):
-        return [ops.swapaxes(x, 0, 1) for x in ring.gather_ordered(self.storage.columns, self.storage.head)]
+        columns = self.storage.decode(ring.gather_ordered(self.storage.columns, self.storage.head))
+        return [ops.swapaxes(x, 0, 1) for x in columns]
 
     @buffer_method(_host_gathered)
     def _gathered(self, *, check=True):

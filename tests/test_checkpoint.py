@@ -205,7 +205,7 @@ def test_priority_and_reservoir_buffers_round_trip_with_their_trees_and_counters
     ms.set_seed(4)
     prb = PriorityReplayBuffer(0.6, 8, 4, SHAPES, [ms.float32, ms.int32, ms.float32])
     prb.insert(encoded_batch(0, 11))
-    indices, _, _ = prb.sample(0.4)
+    indices, _, *_ = prb.sample(0.4)
     prb.update_priorities(indices, Tensor(np.linspace(0.5, 3.0, 4).astype(np.float32)))
     rrb = ReservoirReplayBuffer(5, 2, SHAPES, [ms.float32, ms.int32, ms.float32])
     rrb.insert(encoded_batch(0, 40))

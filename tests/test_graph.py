@@ -167,7 +167,7 @@ def test_two_threads_insert_sample_update_and_reset_a_priority_buffer():
             if choice < 0.4:
                 drawn = refuses_only_when_empty(lambda: buffer.sample(0.4))
                 if drawn is not None:
-                    slots, weights, columns = drawn
+                    slots, weights, *columns = drawn
                     decode(*columns)
                     assert (weights.asnumpy() > 0).all() and (weights.asnumpy() <= 1.0 + 1e-6).all()
                     try:

@@ -87,7 +87,7 @@ def test_sampling_frequencies_follow_priority_to_the_alpha():
     model.update(slots, priorities)
     counts = np.zeros(8)
     for beta in (0.0, 0.4, 1.0):
-        indices, weights, transitions = prb.sample(beta)
+        indices, weights, *transitions = prb.sample(beta)
         indices = indices.asnumpy()
         assert (np.diff(indices) >= 0).all(), "stratified targets increase, so do their slots"
         # Every row intact, from the slot it names.
@@ -111,7 +111,7 @@ def test_stratified_sampling_draws_once_per_stratum():
     prb = make(capacity=8, sample_size=8)
     prb.insert(encoded_batch(0, 8))
     for _ in range(3):
-        indices, weights, _ = prb.sample(1.0)
+        indices, weights, *_ = prb.sample(1.0)
         np.testing.assert_array_equal(indices.asnumpy(), np.arange(8))
         np.testing.assert_array_equal(weights.asnumpy(), np.ones(8, np.float32))
 
@@ -124,7 +124,7 @@ def test_importance_weights_match_the_formula_and_are_at_most_one():
     prb.update_priorities(np.array([0, 2], np.int32), np.array([9.0, 0.0], np.float32))
     model.update([0, 2], [9.0, 0.0])
     for beta in (0.0, 0.5, 1.0, Tensor(0.7, ms.float32)):
-        indices, weights, _ = prb.sample(beta)
+        indices, weights, *_ = prb.sample(beta)
         indices, weights = indices.asnumpy(), weights.asnumpy()
         assert (indices < 3).all()
         np.testing.assert_allclose(weights, model.weights(indices, float(beta)), rtol=1e-5)
@@ -133,7 +133,7 @@ def test_importance_weights_match_the_formula_and_are_at_most_one():
     np.testing.assert_allclose(model.weights(np.array([2]), 1.0), [1.0])
     # Adversarial neighbours: 1e-8 beside 1e8 (alpha 0.7: leaves ~2.5e-6 beside ~4e5).
     prb.update_priorities(np.arange(3, dtype=np.int32), np.array([1e8, 1e-8, 1e8], np.float32))
-    indices, weights, transitions = prb.sample(1.0)
+    indices, weights, *transitions = prb.sample(1.0)
     indices, weights = indices.asnumpy(), weights.asnumpy()
     assert set(indices) == {0, 2}  # the 1e-8 item has P ~ 3e-12
     np.testing.assert_array_equal(decode(*transitions), indices)
@@ -170,7 +170,7 @@ class Learner(nn.Cell):
     def construct(self, state, action, reward, indices, priorities, beta):
         _ = self.buffer.insert([state, action, reward])
         self.buffer.update_priorities(indices, priorities)
-        indices, weights, transitions = self.buffer.sample(beta)
+        indices, weights, *transitions = self.buffer.sample(beta)
         return indices, weights, transitions, self.buffer.size(), self.buffer.full(), self.buffer.get_item(-1)
 
 
@@ -258,7 +258,7 @@ def test_changing_beta_and_data_does_not_recompile():
     compiled = len(ms_api.ms_compile_cache)
     for step in range(6):
         prb.insert(encoded_batch(3 + 3 * step, 3))
-        indices, _, _ = prb.sample(0.4 + 0.1 * step)
+        indices, _, *_ = prb.sample(0.4 + 0.1 * step)
         prb.update_priorities(indices, np.full(5, step + 1.0, np.float32))
     assert len(ms_api.ms_compile_cache) == compiled
 
@@ -351,7 +351,7 @@ def test_bad_call_raises_and_leaves_the_buffer_unchanged(filled, name, call, err
         call(prb)
     assert_same_state(before, state_of(prb))
     prb.update_priorities(np.array([1], I32), np.array([3.0], F32))  # and it keeps working
-    assert set(decode(*prb.sample(0.5)[2])) <= {0, 1, 2}
+    assert set(decode(*prb.sample(0.5)[2:])) <= {0, 1, 2}
     assert float(prb.sum_tree.asnumpy()[tree_size(6) + 1]) == pytest.approx(3.0 ** ALPHA)
 
 

@@ -240,7 +240,7 @@ def test_priority_buffer_never_disagrees_with_the_model(operations):
                 with pytest.raises(ValueError, match="empty"):
                     prb.sample(arg)
                 continue
-            indices, weights, transitions = prb.sample(arg)
+            indices, weights, *transitions = prb.sample(arg)
             slots = indices.asnumpy()
             assert ((slots >= 0) & (slots < model.count)).all() and (model.leaves()[slots] > 0).all()
             np.testing.assert_array_equal(decode(*transitions), model.columns[1][slots])

@@ -68,7 +68,7 @@ def test_bad_constructor_arguments(kwargs, error, message):
     ([(2,)], ["foat32"], r"unknown data_type\[0\] foat32; did you mean float32\?"),
     ([(2, -1)], [ms.float32], r"shapes\[0\] must be a tuple of non-negative ints"),
     ([], [], "at least one column"),
-    ([(1,)], [ms.bool_], r"data_type\[0\] bool is not supported: .* store flags as uint8"),
+    ([(1,)], [ms.bfloat16], r"data_type\[0\] bfloat16 is not supported: .* store float32"),
 ])
 def test_bad_column_specs(shapes, types, message):
     from mindspore_rl_buffer import ReplayBuffer
