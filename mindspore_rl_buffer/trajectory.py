@@ -97,9 +97,9 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
             ``num_steps``, consecutive windows that do not overlap. Default: ``None``.
 
     Raises:
-        TypeError: If a leaf of ``data_spec`` is not a TensorSpec, a size is not an int or
-            ``dataset_drop_remainder`` is not a bool.
-        ValueError: If a size is not positive.
+        TypeError: If a leaf of ``data_spec`` is not a TensorSpec, a size (or
+            ``dataset_window_shift``) is not an int, or ``dataset_drop_remainder`` is not a bool.
+        ValueError: If a size (or ``dataset_window_shift``) is not positive.
 
     Supported Platforms:
         ``GPU`` ``CPU``
@@ -117,6 +117,8 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         ((5, 2, 3), (5, 2), (5, 2), (5,))
         >>> rb.gather_all()[1]['reward'].shape
         (2, 4)
+        >>> [info.ids.asnumpy().tolist() for _, info in rb.as_dataset(num_steps=3, single_deterministic_pass=True)]
+        [[0, 2, 4], [6], [1, 3, 5], [7]]
     """
 
     BINDING_SETTINGS = ("batch_size", "max_length")
