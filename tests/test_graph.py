@@ -222,7 +222,13 @@ def test_two_threads_offer_sample_and_reset_a_reservoir():
 def test_three_threads_and_a_dataset_pipeline_on_a_trajectory_buffer():
     buffer = TrajectoryReplayBuffer(SPEC1, batch_size=3, max_length=8)
     added: list[int] = []
-    clears: list[int] = []
+    clears: list[int] = []  # one entry as each clear starts ...
+    cleared: list[int] = []  # ... and one once it is done
+
+    def clear():
+        clears.append(1)
+        buffer.clear()
+        cleared.append(1)
 
     def add(stop):
         deadline, t, rng = time.monotonic() + SECONDS, 0, random.Random(8)
@@ -231,8 +237,7 @@ def test_three_threads_and_a_dataset_pipeline_on_a_trajectory_buffer():
             added.append(t)
             t += 1
             if rng.random() < 0.03:
-                clears.append(1)
-                buffer.clear()
+                clear()
         stop.set()
 
     def read(stop):
@@ -248,27 +253,25 @@ def test_three_threads_and_a_dataset_pipeline_on_a_trajectory_buffer():
                 gathered = buffer.gather_all()["value"].asnumpy().astype(np.int64)
                 assert (np.diff(gathered // 1000, axis=1) == 1).all()
             else:
-                buffer.clear()
-                clears.append(1)
+                clear()
 
     def stream(stop):
         # MindSpore's pipeline calls get_next from a thread of its own. A clear can leave fewer
         # steps than a window needs, which ends the stream with the sampler's error: then,
-        # and only then, a new stream is started.
-        while len(added) < 3 and not stop.is_set():
-            time.sleep(0.001)
+        # and only then, a new stream is started. Such a clear took effect after the wait
+        # below saw 2 steps, so it started after `done` was read or was still running then.
         while not stop.is_set():
-            cleared = len(clears)
+            done = len(cleared)
+            while int(buffer.num_frames()) < 6 and not stop.is_set():
+                time.sleep(0.001)
             dataset = buffer.as_mindspore_dataset(sample_batch_size=4, num_steps=2, num_samples=10**6)
             try:
                 for values, _, _ in dataset.create_tuple_iterator(num_epochs=1, output_numpy=True):
                     assert (np.diff(values.astype(np.int64) // 1000, axis=1) == 1).all()
                     if stop.is_set():
                         return
-            except RuntimeError:
-                assert len(clears) > cleared, "the stream failed without a clear"
-                while int(buffer.num_frames()) < 6 and not stop.is_set():
-                    time.sleep(0.001)
+            except RuntimeError as error:
+                assert len(clears) > done, f"the stream failed without a clear: {str(error)[-2000:]}"
 
     errors = run_threads(add, read, stream)
     assert not errors, errors
@@ -276,7 +279,8 @@ def test_three_threads_and_a_dataset_pipeline_on_a_trajectory_buffer():
     time_steps = stored[0] // 1000
     assert len(time_steps) <= 8 and (np.diff(time_steps) == 1).all()
     assert len(time_steps) == 0 or time_steps[-1] == added[-1], "the newest step is the last one added"
-    np.testing.assert_array_equal(stored, np.stack([step_values(t, 3) for t in time_steps], 1).reshape(3, -1))
+    expected = np.array([step_values(t, 3) for t in time_steps], np.int64).reshape(-1, 3).T  # also when cleared last
+    np.testing.assert_array_equal(stored, expected)
 
 
 def test_two_threads_on_the_numpy_buffer():
