@@ -309,3 +309,12 @@ def test_a_file_from_before_the_add_counter_loads_with_a_consistent_one():
     assert int(rb.added) == 5
     ids = [info.ids.asnumpy().tolist() for _, info in rb.as_dataset(num_steps=3, single_deterministic_pass=True)]
     assert ids == [[4, 6, 8], [5, 7, 9]]
+
+
+def test_as_mindspore_dataset_deterministic_pass_keeps_short_windows_and_ids():
+    rb = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=8)
+    fill(rb, SegmentModel(2, 8), 3, 2)
+    dataset = rb.as_mindspore_dataset(num_steps=2, single_deterministic_pass=True)
+    assert dataset.get_col_names() == ["value", "ids"]
+    rows = [[x.tolist() for x in row] for row in dataset.create_tuple_iterator(num_epochs=1, output_numpy=True)]
+    assert rows == [[[0, 1000], [0, 2]], [[2000], [4]], [[1, 1001], [1, 3]], [[2001], [5]]]
