@@ -262,7 +262,9 @@ def test_three_threads_and_a_dataset_pipeline_on_a_trajectory_buffer():
         # below saw 2 steps, so it started after `done` was read or was still running then.
         while not stop.is_set():
             done = len(cleared)
-            while int(buffer.num_frames()) < 6 and not stop.is_set():
+            while int(buffer.num_frames()) < 6:
+                if stop.is_set():
+                    return
                 time.sleep(0.001)
             dataset = buffer.as_mindspore_dataset(sample_batch_size=4, num_steps=2, num_samples=10**6)
             try:
