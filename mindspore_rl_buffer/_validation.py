@@ -298,6 +298,26 @@ def check_stored(op: str, num_steps: int | None, stored: int, max_length: int) -
         raise ValueError(f"For '{op}', 'num_steps' ({steps}) must not exceed the {stored} time steps stored.")
 
 
+def check_deterministic_pass(op: str, sample_batch_size: int | None, num_steps: int | None,
+                             limits: tuple[tuple[str, int], tuple[str, int]], drop_remainder: bool) -> None:
+    """Refuse a deterministic pass that would drop ALL data, whatever is stored.
+
+    ``limits`` names the segments and the time steps a segment can hold with their values
+    (``(('batch_size', 2), ('max_length', 3))``). With ``drop_remainder`` a group of segments
+    smaller than ``sample_batch_size`` and a window shorter than ``num_steps`` are dropped; with
+    a ``sample_batch_size``, short windows always are.
+    """
+    (segments_arg, segments), (length_arg, length) = limits
+    if drop_remainder and sample_batch_size is not None and sample_batch_size > segments:
+        raise ValueError(f"For '{op}', 'sample_batch_size' ({sample_batch_size}) must not exceed '{segments_arg}' "
+                         f"({segments}) with dataset_drop_remainder=True: ALL data would be dropped by the "
+                         f"deterministic pass.")
+    if num_steps is not None and num_steps > length and (drop_remainder or sample_batch_size is not None):
+        why = "dataset_drop_remainder=True" if drop_remainder else "a sample_batch_size (batched windows are whole)"
+        raise ValueError(f"For '{op}', 'num_steps' ({num_steps}) must not exceed '{length_arg}' ({length}) with "
+                         f"{why}: ALL data would be dropped by the deterministic pass.")
+
+
 def check_leaves(op, descriptions, shapes, dtypes, got_shapes, got_dtypes):
     """Check the leaves of a nest against a data spec; on the host, and when a graph is compiled."""
     for description, shape, dtype, got_shape, got_dtype in zip(descriptions, shapes, dtypes, got_shapes,

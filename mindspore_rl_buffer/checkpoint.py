@@ -23,7 +23,9 @@ the record and verified on load, so a flipped byte anywhere in the data is refus
 the tensor, instead of loading silently.
 
 Files of format 1 (written before the records were structured, and the sharded buffer's
-own format of then) still load: :func:`_upgrade` reads them into the same form.
+own format of then) still load: :func:`_upgrade` reads them into the same form, and a
+buffer derives the tensors such files lack (the TF-Agents buffers' add counter) from those
+they hold, in :meth:`Checkpointable.checkpoint_defaults`.
 """
 from __future__ import annotations
 
@@ -93,6 +95,15 @@ class Checkpointable:
     def checkpoint_cursors(self, read: Any) -> list[str]:
         """Problems with the cursors that ``read(parameter)`` gives for this buffer's Parameters."""
         return []
+
+    def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
+        """Values for tensors that files of an earlier version lack, derived from what they hold.
+
+        ``read(key)`` gives the file's value for one of this buffer's tensors (a Parameter, or
+        a host buffer's tensor name), or ``None`` if the file has none. Returns ``{key: value}``;
+        a value the file holds is never replaced, and derived values are validated like the rest.
+        """
+        return {}
 
     def checkpoint_tensors(self) -> dict[str, Any]:
         """The tensors to write, by name (a Cell's Parameters by default)."""
@@ -312,6 +323,17 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
     buffers = _buffers(net)
     loaded, records, checksums = read_checkpoint(op, path)
     path = Path(path)
+    names = {id(tensor): name for name, tensor in state.items()}
+
+    def key(tensor: Any) -> str:
+        return tensor if isinstance(tensor, str) else names[id(tensor)]
+
+    def held(tensor: Any) -> np.ndarray | None:
+        return loaded[key(tensor)].asnumpy() if key(tensor) in loaded else None
+
+    for buffer in buffers.values():
+        for tensor, value in buffer.checkpoint_defaults(held).items():
+            loaded.setdefault(key(tensor), ms.Tensor(value))
     problems: list[str] = []
     if records is not None:
         for name, buffer in buffers.items():
@@ -329,12 +351,10 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
             problems.append(f"the data of Parameter '{name}' in '{path}' is corrupt: its checksum is "
                             f"{checksum(value)}, but the file recorded {checksums[name]} when it was saved")
     if not problems:
-        names = {id(tensor): name for name, tensor in state.items()}
         host = {name: loaded[name].asnumpy() for name in state} if not isinstance(net, nn.Cell) else None
 
         def read(tensor: Any) -> np.ndarray:
-            key = tensor if isinstance(tensor, str) else names[id(tensor)]
-            return host[key] if host is not None else loaded[key].asnumpy()
+            return host[key(tensor)] if host is not None else loaded[key(tensor)].asnumpy()
 
         for name, buffer in buffers.items():
             problems += [f"the cursors of '{name}' in '{path}' break the contract: {problem}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import threading
 
 import mindspore as ms
 import numpy as np
@@ -355,3 +356,24 @@ def assert_guard_fails(run, *inputs) -> None:
     with pytest.raises(RuntimeError, match="assert failed"):
         for output in leaves_of(run(*inputs)):
             output.asnumpy()
+
+
+# ------------------------------------------------------------------------- threads
+def run_threads(*targets):
+    """Run ``targets`` in threads until the first returns; return the exceptions they raised."""
+    errors, stop = [], threading.Event()
+
+    def guard(target):
+        try:
+            target(stop)
+        except BaseException as error:
+            errors.append(error)
+            stop.set()
+
+    threads = [threading.Thread(target=guard, args=(target,)) for target in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a thread hung"
+    return errors

@@ -103,5 +103,5 @@ def test_the_tf_agents_face_takes_and_gives_bool_leaves():
     assert_flags_match(items_["value"].asnumpy().reshape(-1), items_["done"].asnumpy().reshape(-1))
     gathered = rb.gather_all()
     assert_flags_match(gathered["value"].asnumpy().reshape(-1), gathered["done"].asnumpy().reshape(-1))
-    sampled, _ = py.get_next(sample_batch_size=5)
+    sampled = py.get_next(sample_batch_size=5)
     assert_flags_match(sampled["value"], sampled["done"])
