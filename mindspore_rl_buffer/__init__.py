@@ -9,9 +9,11 @@ from mindspore_rl_buffer.sharded import ShardedReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec
 from mindspore_rl_buffer.tf_agents import BufferInfo
 from mindspore_rl_buffer.trajectory import TrajectoryReplayBuffer
+from mindspore_rl_buffer.transition import TransitionReplayBuffer, TransitionWriter
 from mindspore_rl_buffer.writer import BufferWriter
 
 register_buffer_type(ShardedReplayBuffer)
+register_buffer_type(TransitionReplayBuffer)
 
 __version__ = "0.1.0"
 __all__ = [
@@ -24,6 +26,8 @@ __all__ = [
     "ShardedReplayBuffer",
     "TensorSpec",
     "TrajectoryReplayBuffer",
+    "TransitionReplayBuffer",
+    "TransitionWriter",
     "create_buffer",
     "load_checkpoint",
     "load_config",

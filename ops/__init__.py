@@ -31,8 +31,12 @@ ring; reservoir sampling (``ops.reservoir``) fills the slots ``[0, count)`` with
 fixed at 0. Both cite this contract; their ``sample`` and ``insert`` are exported here as
 ``priority_sample`` and ``reservoir_insert``. Repeated indexes in one write are resolved by
 ``ops.dedupe`` (the last occurrence wins), never left to the scatter's order.
+A transition buffer (``ops.transition``) keeps a ring of time rows for several
+environments at once, and reads episodes out of it: its module docstring extends the
+contract with the episode structure, the validity rule of a start, frame stacks and n-step
+returns.
 """
-from mindspore_rl_buffer.ops import dedupe, priority, reservoir
+from mindspore_rl_buffer.ops import dedupe, priority, reservoir, transition
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 from mindspore_rl_buffer.ops.priority import (
     PRIORITY_FLOOR,
@@ -70,27 +74,43 @@ from mindspore_rl_buffer.ops.sharded import (
     sample_global,
     share_from_root,
 )
+from mindspore_rl_buffer.ops.transition import (
+    count_starts,
+    final_rows,
+    gather_frames,
+    insert_steps,
+    n_step_returns,
+    sample_starts,
+    select_starts,
+    stack_rows,
+    valid_at,
+)
 
 __all__ = [
     "PRIORITY_FLOOR",
     "combine_rows",
+    "count_starts",
     "dedupe",
     "draw_global",
     "draw_slots",
     "empty_trees",
+    "final_rows",
     "find_prefix",
     "find_slots",
     "gather_counts",
+    "gather_frames",
     "gather_ordered",
     "gather_owned",
     "get_item",
     "insert",
     "insert_priorities",
     "insert_rows",
+    "insert_steps",
     "last_occurrence",
     "leaf_values",
     "locate",
     "logical_to_physical",
+    "n_step_returns",
     "physical_to_logical",
     "plan_writes",
     "priority",
@@ -100,11 +120,16 @@ __all__ = [
     "sample",
     "sample_global",
     "sample_indices",
+    "sample_starts",
     "sample_windows",
+    "select_starts",
     "set_leaves",
     "share_from_root",
+    "stack_rows",
+    "transition",
     "tree_size",
     "tree_writes",
     "update_priorities",
+    "valid_at",
     "winning_values",
 ]
