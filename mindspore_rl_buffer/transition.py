@@ -148,10 +148,10 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         frame = step_specs[0]
         self.frames = Parameter(initializer("zeros", (rows, *frame.shape), frame.dtype), name=frame.name,
                                 requires_grad=False)
-        self.ranks = Parameter(initializer("zeros", (rows,), ms.int32), name="start_ranks", requires_grad=False)
+        self.ranks = Parameter(initializer("zeros", (rows,), ms.int32), name="ranks", requires_grad=False)
         self.last_ended = Parameter(Tensor(np.zeros(self._num_envs, np.int32)), name="last_ended",
                                     requires_grad=False)
-        self.finals = Parameter(Tensor(0, ms.int32), name="final_rows", requires_grad=False)
+        self.finals = Parameter(Tensor(0, ms.int32), name="finals", requires_grad=False)
         rest = self._specs[1:]
         self.storage = RingBuffer(self._max_length, [s.shape for s in rest], [s.dtype for s in rest],
                                   names=[s.name for s in rest])
@@ -356,7 +356,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
                 "settings": self._settings()}
 
     def checkpoint_cursors(self, read: Any) -> list[str]:
-        """The episode bookkeeping on the values ``read`` gives: ``last_ended`` and ``final_rows``
+        """The episode bookkeeping on the values ``read`` gives: ``last_ended`` and ``finals``
         agree with the stored flags, no final row carries a flag, and the ranks are those
         :func:`~mindspore_rl_buffer.ops.insert_steps` writes (the ring's cursors are checked by
         ``storage``'s own record)."""

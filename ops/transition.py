@@ -43,13 +43,7 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops._common import ZERO, arange, guarded
-
-
-@ops.constexpr
-def _offsets(start, stop):
-    """``[start, stop)`` as an int32 constant of the graph (``start`` may be negative)."""
-    return Tensor(np.arange(start, stop, dtype=np.int32))
+from mindspore_rl_buffer.ops._common import ZERO, arange, guarded, masked_counts, offsets
 
 
 @ops.constexpr
@@ -91,19 +85,19 @@ def valid_at(terminated, truncated, head, count, logical, env, stack_size, n_ste
         ...          Tensor(0, ms.int32), 1, 1).asnumpy().tolist()
         [False, True, True, False, True, False]
     """
-    offsets = _offsets(-stack_size, n_step)
-    rows = logical.reshape((*logical.shape, 1)) + offsets
+    rows = logical.reshape((*logical.shape, 1)) + offsets(-stack_size, n_step)
     stored = ops.logical_and(rows >= 0, rows < count)
     ends = ops.logical_and(_ended(terminated, truncated, head, rows, env.reshape((*env.shape, 1))), stored)
-    not_final = ops.logical_and(logical >= 1, ops.logical_not(ends[..., stack_size - 1]))
-    valid = ops.logical_and(not_final, logical < count)
+    # Offsets -stack_size .. -2 decide the stack, -1 whether t is final, 0 .. n_step - 2 the window.
+    not_final = masked_counts(ends, ((stack_size - 1, stack_size),)).reshape(logical.shape) == 0
+    valid = ops.logical_and(ops.logical_and(not_final, logical >= 1), logical < count)
     if stack_size > 1:
-        boundary = ends[..., :stack_size - 1].astype(ms.int32).sum(-1) > 0
+        boundary = masked_counts(ends, ((0, stack_size - 1),)).reshape(logical.shape) > 0
         valid = ops.logical_and(valid, ops.logical_or(logical >= stack_size, boundary))
     steps = ops.ones_like(logical)
     if n_step > 1:
-        window = ends[..., stack_size:stack_size + n_step - 1].astype(ms.int32)
-        steps = steps + (ops.cumsum(window, -1) == 0).astype(ms.int32).sum(-1).astype(ms.int32)
+        window = masked_counts(ends, tuple((stack_size, stack_size + k) for k in range(1, n_step)))
+        steps = steps + (window == 0).astype(ms.int32).sum(-1).astype(ms.int32)
     return ops.logical_and(valid, logical + steps <= count - 1)
 
 
@@ -125,13 +119,14 @@ def _plan(terminated, truncated, ranks, head, count, stack_size, n_step):
     envs = ops.broadcast_to(arange(num_envs).reshape((1, -1)), (stack_size + n_step, num_envs))
     valid = ops.logical_and(valid_at(terminated, truncated, head, count, grid, envs, stack_size, n_step),
                             exists.reshape((-1, 1)))
-    edge_cumulative = ops.cumsum(valid.reshape(-1).astype(ms.int32), 0)
+    valid = valid.reshape(-1).astype(ms.int32)
+    edge_cumulative, edges = ops.cumsum(valid, 0), valid.sum().astype(ms.int32)
     interior = count - n_step > stack_size
     first = Tensor(stack_size * num_envs - 1, ms.int32)
     last = ops.where(interior, (count - n_step) * num_envs - 1, first)
     lower = _adjusted_rank(ranks, head, first, num_envs)
     inner = _adjusted_rank(ranks, head, last, num_envs) - lower
-    return rows, edge_cumulative, inner, lower
+    return rows, edge_cumulative, edges, inner, lower
 
 
 def count_starts(terminated, truncated, ranks, head, count, stack_size, n_step):
@@ -154,8 +149,8 @@ def count_starts(terminated, truncated, ranks, head, count, stack_size, n_step):
         >>> int(count_starts(ended, ended * 0, ranks, Tensor(0, ms.int32), Tensor(6, ms.int32), 1, 1))
         3
     """
-    _, edge_cumulative, inner, _ = _plan(terminated, truncated, ranks, head, count, stack_size, n_step)
-    return edge_cumulative[-1] + inner
+    _, _, edges, inner, _ = _plan(terminated, truncated, ranks, head, count, stack_size, n_step)
+    return edges + inner
 
 
 def select_starts(terminated, truncated, ranks, head, count, draws, stack_size, n_step):
@@ -195,14 +190,13 @@ def select_starts(terminated, truncated, ranks, head, count, draws, stack_size, 
 
 
 def _select(max_length, ranks, head, plan, draws):
-    rows, edge_cumulative, inner, lower = plan
+    rows, edge_cumulative, edges, inner, lower = plan
     size = ranks.shape[0]
     num_envs = size // max_length
-    edges = edge_cumulative[-1]
     slot = ops.minimum(ops.searchsorted(edge_cumulative, draws, out_int32=True, right=True),
                        edge_cumulative.shape[0] - 1)
     target = lower + ops.maximum(draws - edges, 0) + 1
-    after_wrap = ops.logical_and(head > 0, target > ranks[size - 1])
+    after_wrap = ops.logical_and(head > 0, target > ops.gather(ranks, offsets(size - 1, size), 0))
     q = ops.searchsorted(ranks, target - size * after_wrap.astype(ms.int32), out_int32=True)
     q = ops.minimum(q, size - 1)
     use_edge = draws < edges
@@ -245,7 +239,7 @@ def sample_starts(terminated, truncated, ranks, head, count, sample_size, stack_
         (True, 3)
     """
     plan = _plan(terminated, truncated, ranks, head, count, stack_size, n_step)
-    total = plan[1][-1] + plan[2]
+    total = plan[2] + plan[3]
     draws = ops.uniform((sample_size,), ZERO, ops.maximum(total, 1), seed=seed, dtype=ms.int32)
     logical, env, total = _select(terminated.shape[0], ranks, head, plan, draws)
     if check:
@@ -275,10 +269,11 @@ def stack_rows(terminated, truncated, head, logical, env, stack_size):
     """
     if stack_size == 1:
         return logical.reshape((-1, 1))
-    back = logical.reshape((-1, 1)) - _offsets(2, stack_size + 1)  # ended(t-2 .. t-S) decide frames t-1 .. t-S+1
+    back = logical.reshape((-1, 1)) - offsets(2, stack_size + 1)  # ended(t-2 .. t-S) decide frames t-1 .. t-S+1
     ends = ops.logical_and(_ended(terminated, truncated, head, back, env.reshape((-1, 1))), back >= 0)
-    depth = (ops.cumsum(ends.astype(ms.int32), 1) == 0).astype(ms.int32).sum(1, keepdims=True).astype(ms.int32)
-    steps_back = _offsets(-(stack_size - 1), 1) * -1  # stack_size - 1, ..., 0
+    prefix = masked_counts(ends, tuple((0, k) for k in range(1, stack_size)))  # ends among the first k
+    depth = (prefix == 0).astype(ms.int32).sum(1, keepdims=True).astype(ms.int32)
+    steps_back = offsets(-(stack_size - 1), 1) * -1  # stack_size - 1, ..., 0
     return logical.reshape((-1, 1)) - ops.minimum(steps_back, depth)
 
 
@@ -334,14 +329,13 @@ def n_step_returns(reward, terminated, truncated, head, logical, env, n_step, ga
     index = ops.stack((_physical(head, rows, reward.shape[0]), _broadcast_env(env.reshape((-1, 1)), rows.shape)), -1)
     rewards = ops.gather_nd(reward, index).astype(ms.float32)
     terminal = ops.gather_nd(terminated, index) != 0
-    ends = ops.logical_or(terminal, ops.gather_nd(truncated, index) != 0).astype(ms.int32)
-    alive = (ops.cumsum(ends, 1) - ends) == 0  # no end before step k
-    powers = _powers(gamma, n_step)
-    returns = (rewards * powers[:n_step] * alive.astype(ms.float32)).sum(1)
+    ends = ops.logical_or(terminal, ops.gather_nd(truncated, index) != 0)
+    alive = masked_counts(ends, tuple((0, k) for k in range(n_step))) == 0  # no end before step k
+    returns = (rewards * _powers(gamma, n_step - 1) * alive.astype(ms.float32)).sum(1)
     steps = alive.astype(ms.int32).sum(1).astype(ms.int32)  # a sum of int32 is int64
-    last = ops.logical_and(alive, ends > 0)  # the end inside the window, if any
+    last = ops.logical_and(alive, ends)  # the end inside the window, if any
     terminal_end = ops.logical_and(last, terminal).astype(ms.int32).sum(1) > 0
-    discount = ops.gather(powers, steps, 0) * (1.0 - terminal_end.astype(ms.float32))
+    discount = ops.gather(_powers(gamma, n_step), steps, 0) * (1.0 - terminal_end.astype(ms.float32))
     return returns, steps, discount
 
 
@@ -366,7 +360,7 @@ def final_rows(last_ended, terminated, truncated):
     ended = ops.logical_or(terminated != 0, truncated != 0)
     final = last_ended.reshape((1, -1)) > 0
     if terminated.shape[0] > 1:
-        final = ops.concat((final, ended[:-1]))
+        final = ops.concat((final, ops.gather(ended.astype(ms.int32), arange(terminated.shape[0] - 1), 0) > 0))
     ok = ops.logical_and(final, ended).astype(ms.int32).sum() == 0
     return final, ok
 
@@ -406,7 +400,8 @@ def insert_steps(frames, ranks, head, count, last_ended, finals, observation, te
         return last_ended, finals
     size, max_length = ranks.shape[0], ranks.shape[0] // num_envs
     final, _ = final_rows(last_ended, terminated, truncated)
-    written = finals + ops.cumsum(final.reshape(-1).astype(ms.int32), 0)
+    final = final.reshape(-1).astype(ms.int32)
+    written = finals + ops.cumsum(final, 0)
     rows = (head + count + arange(steps)) % max_length
     flat = (rows.reshape((-1, 1)) * num_envs + arange(num_envs)).reshape(-1)
     values = flat - size - written
@@ -416,5 +411,6 @@ def insert_steps(frames, ranks, head, count, last_ended, finals, observation, te
         flat, values, observation = flat[skip:], values[skip:], observation[skip:]
     ops.scatter_update(frames, flat, observation)
     ops.scatter_update(ranks, flat, values)
-    ended = ops.logical_or(terminated[-1] != 0, truncated[-1] != 0)
-    return ended.astype(ms.int32), written[-1]
+    newest = offsets(steps - 1, steps)
+    ended = ops.logical_or(ops.gather(terminated, newest, 0) != 0, ops.gather(truncated, newest, 0) != 0)
+    return ended.reshape((num_envs,)).astype(ms.int32), finals + final.sum().astype(ms.int32)

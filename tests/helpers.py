@@ -323,10 +323,13 @@ class EpisodeStream:
                 column.append(value)
             self.needs_final = ends
             self.step += 1
+        if not steps:
+            return [np.zeros((0, self.num_envs, *shape), dtype) for shape, dtype in
+                    zip(TRANSITION_SHAPES, (np.float32, np.int32, np.float32, np.uint8, np.uint8, np.float32))]
         return [np.stack(column) for column in columns]
 
 
-class Unknown(Exception):
+class NotStoredError(Exception):
     """A row a sample would need is not stored."""
 
 
@@ -335,7 +338,7 @@ class TransitionModel:
 
     Stored are the newest ``max_length`` time steps since the last reset. A start's sample is
     computed by walking the rows it reads; reading a row that is not stored makes the start
-    invalid (:class:`Unknown`). Episodes: the row after a row with a flag holds that
+    invalid (:class:`NotStoredError`). Episodes: the row after a row with a flag holds that
     episode's final observation and starts no transition; the next episode begins after it.
     """
 
@@ -365,7 +368,7 @@ class TransitionModel:
 
     def _row(self, t: int, env: int):
         if not 0 <= t < len(self.stored):
-            raise Unknown
+            raise NotStoredError
         return [column[env] for column in self.stored[t]]
 
     def _ended(self, t: int, env: int) -> bool:
@@ -402,7 +405,7 @@ class TransitionModel:
             discount = 0.0 if terminal else self.gamma ** steps
             start = self._row(t, env)
             return (self._stack(t, env), start[1], total, self._stack(t + steps, env), discount, start[5])
-        except Unknown:
+        except NotStoredError:
             return None
 
     def valid_starts(self) -> dict[tuple[int, int], tuple]:
