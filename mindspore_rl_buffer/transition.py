@@ -293,36 +293,29 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         if batch_size is None:
             batch_size = self._sample_size
         storage = self.storage
-        head = storage.head
+        head, size, stack_size = storage.head, self._max_length, self._stack_size
         action, reward, terminated, truncated = storage.columns[:4]
-        logical, env, total = transition_ops.sample_starts(terminated, truncated, self.ranks, head, storage.count,
-                                                           batch_size, self._stack_size, self._n_step, self._seed,
-                                                           check)
-        returns, steps, discount = transition_ops.n_step_returns(reward, terminated, truncated, head, logical, env,
-                                                                 self._n_step, self._gamma)
-        rows = (head + logical) % self._max_length
-        index = ops.stack((rows, env), -1)
-        items = (self._stacked(head, logical, env), ops.gather_nd(action, index), returns,
-                 self._stacked(head, logical + steps, env), discount,
+        logical, env, total = transition_ops.sample_starts(self.ranks, head, storage.count, batch_size, size,
+                                                           stack_size, self._n_step, self._seed, check)
+        rows, next_rows, returns, discount = transition_ops.transition_windows(
+            reward, terminated, truncated, head, logical, env, stack_size, self._n_step, self._gamma)
+        if stack_size == 1:  # no stack axis
+            rows, next_rows = rows.reshape((-1,)), next_rows.reshape((-1,))
+        physical = (head + logical) % size
+        index = ops.stack((physical, env), -1)
+        items = (transition_ops.gather_frames(self.frames, head, rows, env, size), ops.gather_nd(action, index),
+                 returns, transition_ops.gather_frames(self.frames, head, next_rows, env, size), discount,
                  *(ops.gather_nd(column, index) for column in storage.columns[4:]))
         if not with_info:
             return total, items
         probabilities = ops.ones((batch_size,), ms.float32) / total.astype(ms.float32)
-        return total, items, BufferInfo(rows * self._num_envs + env, probabilities)
-
-    def _stacked(self, head, logical, env):
-        terminated, truncated = self.storage.columns[2:4]
-        if self._stack_size == 1:
-            return transition_ops.gather_frames(self.frames, head, logical, env, self._max_length)
-        rows = transition_ops.stack_rows(terminated, truncated, head, logical, env, self._stack_size)
-        return transition_ops.gather_frames(self.frames, head, rows, env, self._max_length)
+        return total, items, BufferInfo(physical * self._num_envs + env, probabilities)
 
     @buffer_method()
     def valid_starts(self, *, check=True):
         """How many valid starts the buffer holds (each is drawn with probability ``1 / valid_starts()``), int32."""
         storage = self.storage
-        terminated, truncated = storage.columns[2:4]
-        return transition_ops.count_starts(terminated, truncated, self.ranks, storage.head, storage.count,
+        return transition_ops.count_starts(self.ranks, storage.head, storage.count, self._max_length,
                                            self._stack_size, self._n_step)
 
     # ------------------------------------------------------------- reset, size, full

@@ -79,11 +79,9 @@ from mindspore_rl_buffer.ops.transition import (
     final_rows,
     gather_frames,
     insert_steps,
-    n_step_returns,
     sample_starts,
     select_starts,
-    stack_rows,
-    valid_at,
+    transition_windows,
 )
 
 __all__ = [
@@ -110,7 +108,6 @@ __all__ = [
     "leaf_values",
     "locate",
     "logical_to_physical",
-    "n_step_returns",
     "physical_to_logical",
     "plan_writes",
     "priority",
@@ -125,11 +122,10 @@ __all__ = [
     "select_starts",
     "set_leaves",
     "share_from_root",
-    "stack_rows",
     "transition",
+    "transition_windows",
     "tree_size",
     "tree_writes",
     "update_priorities",
-    "valid_at",
     "winning_values",
 ]

@@ -1,4 +1,4 @@
-"""Transition operators: episode-aware starts, frame stacks and n-step returns, in the graph.
+"""Transition operators: uniform valid starts, frame stacks and n-step returns, in the graph.
 
 The state extends the cursor contract of ``ops`` to ``num_envs`` environments stepped
 together (time-major, as TF-Agents' segments): ``head`` and ``count`` (int32 scalars) count
@@ -14,9 +14,8 @@ Arguments named alike mean the same in every operator:
   inside a graph copies all of it).
 * ``ranks``: int32 ``(max_length * num_envs,)``, written by :func:`insert_steps`, read by
   :func:`select_starts`.
-* ``logical``, ``env``: int32 logical rows (0 = oldest) and environments asked about; ``env``'s
-  shape leads ``logical``'s (repeated along the rest). ``stack_size``, ``n_step`` (int): frames per
-  observation, steps per return.
+* ``logical``, ``env``: int32 ``(B,)`` logical rows (0 = oldest) and environments of starts.
+  ``stack_size``, ``n_step`` (int): frames per observation, steps per return.
 
 Episodes. Row ``t`` of an environment holds ``obs_t``, the action taken on it, and the
 reward and flags that action brought. ``ended(t)`` is ``terminated(t) or truncated(t)``;
@@ -24,19 +23,18 @@ the row after an ended row is the episode's *final row*: it holds the final obse
 never starts a transition, and carries no flags (as gymnasium's next-step autoreset gives
 it). So rows ``a..t`` are one episode iff none of ``a..t-1`` is a final row.
 
-A *start* ``(t, e)`` is **valid** iff everything its sample depends on is stored:
-
-1. ``t >= 1`` and ``ended(t - 1)`` is false (``t`` is not a final row, known from row ``t - 1``);
-2. its stack is decided: ``t >= stack_size``, or an episode end lies in the stored rows
-   ``[t - stack_size, t - 2]`` (the frames before the episode's first are then padding);
-3. its window is complete: with ``m = min(n_step, steps to the episode's end)``, the
-   bootstrap row ``t + m`` is stored (``t + m <= count - 1``).
-
-Its sample: the frames ``t - stack_size + 1 .. t``, those before the episode's first frame
-replaced by that frame (repeated, as gymnasium's frame stacking pads after a reset); the
-return ``sum_{k<m} gamma^k r(t+k)``; the bootstrap frames, stacked the same way at row
-``t + m`` (the final row if the episode ended in the window); and the discount ``gamma^m``,
-or 0 if the episode terminated within the window (a truncation keeps bootstrapping).
+A start ``(t, e)`` is **valid** iff ``stack_size <= t <= count - 1 - n_step`` and ``t`` is
+not a final row. Everything its sample reads then lies in the stored rows
+``[t - stack_size, t + n_step]``: no stack reaches into overwritten rows, no window crosses
+the write position. (So the ``n_step`` newest rows wait for ``n_step`` more steps before they
+are drawn, even when their episode has ended, as in Dopamine; and the ``stack_size`` oldest
+rows, next to be overwritten, are not drawn.) Its sample: the frames
+``t - stack_size + 1 .. t``, those before the episode's first frame replaced by that frame
+(repeated, as gymnasium's frame stacking pads after a reset); with
+``m = min(n_step, steps to the episode's end)``, the return ``sum_{k<m} gamma^k r(t+k)``; the
+bootstrap frames, stacked the same way at row ``t + m`` (the final row if the episode ended
+in the window); and the discount ``gamma^m``, or 0 if the episode terminated within the
+window (a truncation keeps bootstrapping).
 """
 from __future__ import annotations
 
@@ -47,9 +45,9 @@ from mindspore_rl_buffer.ops._common import ZERO, arange, guarded, masked_counts
 
 
 @ops.constexpr
-def _powers(gamma, n):
-    """``[gamma^0, ..., gamma^n]`` as a float32 constant."""
-    return Tensor(np.power(float(gamma), np.arange(n + 1)).astype(np.float32))
+def _powers(gamma, n, skip=0):
+    """``[0] * skip + [gamma^0, ..., gamma^n]`` as a float32 constant."""
+    return Tensor(np.concatenate([np.zeros(skip), np.power(float(gamma), np.arange(n + 1))]).astype(np.float32))
 
 
 def _physical(head, logical, max_length):
@@ -60,81 +58,27 @@ def _broadcast_env(env, shape):
     return ops.broadcast_to(env.reshape(env.shape + (1,) * (len(shape) - len(env.shape))), shape)
 
 
-def _ended(terminated, truncated, head, logical, env):
-    """Whether an episode ended at ``(logical, env)`` (``logical`` read modulo ``max_length``)."""
-    index = ops.stack((_physical(head, logical, terminated.shape[0]), _broadcast_env(env, logical.shape)), -1)
-    return ops.logical_or(ops.gather_nd(terminated, index) != 0, ops.gather_nd(truncated, index) != 0)
+def _bounds(ranks, head, count, max_length, stack_size, n_step):
+    """The interior's lower adjusted rank and its number of non-final rows (the valid starts).
 
-
-def valid_at(terminated, truncated, head, count, logical, env, stack_size, n_step):
-    """The validity rule (see the module docstring) at starts ``(logical, env)``.
-
-    Reads ``stack_size + n_step`` flags per start; rows outside ``[0, count)`` are unknown,
-    so a start that needs them is invalid. Args: see the module docstring.
-
-    Returns:
-        Tensor, bool, the shape of ``logical``.
-
-    Examples:
-        >>> import numpy as np
-        >>> import mindspore as ms
-        >>> from mindspore import Tensor
-        >>> from mindspore_rl_buffer.ops import valid_at
-        >>> ended = Tensor(np.array([[0], [0], [1], [0], [0], [0]], np.uint8))  # row 3 is a final row
-        >>> valid_at(ended, ended * 0, Tensor(0, ms.int32), Tensor(6, ms.int32), Tensor(np.arange(6, dtype=np.int32)),
-        ...          Tensor(0, ms.int32), 1, 1).asnumpy().tolist()
-        [False, True, True, False, True, False]
+    The adjusted rank, ``rank + M * [written after the last wrap]``, never decreases along the
+    logical rows, and rises by one at each non-final row.
     """
-    rows = logical.reshape((*logical.shape, 1)) + offsets(-stack_size, n_step)
-    stored = ops.logical_and(rows >= 0, rows < count)
-    ends = ops.logical_and(_ended(terminated, truncated, head, rows, env.reshape((*env.shape, 1))), stored)
-    # Offsets -stack_size .. -2 decide the stack, -1 whether t is final, 0 .. n_step - 2 the window.
-    not_final = masked_counts(ends, ((stack_size - 1, stack_size),)).reshape(logical.shape) == 0
-    valid = ops.logical_and(ops.logical_and(not_final, logical >= 1), logical < count)
-    if stack_size > 1:
-        boundary = masked_counts(ends, ((0, stack_size - 1),)).reshape(logical.shape) > 0
-        valid = ops.logical_and(valid, ops.logical_or(logical >= stack_size, boundary))
-    steps = ops.ones_like(logical)
-    if n_step > 1:
-        window = masked_counts(ends, tuple((stack_size, stack_size + k) for k in range(1, n_step)))
-        steps = steps + (window == 0).astype(ms.int32).sum(-1).astype(ms.int32)
-    return ops.logical_and(valid, logical + steps <= count - 1)
-
-
-def _adjusted_rank(ranks, head, flat_logical, num_envs):
-    """``rank + M * [in the run written after the last wrap]``: non-decreasing in logical order."""
     size = ranks.shape[0]
-    wrapped = head * num_envs
-    q = (wrapped + flat_logical) % size
-    return ops.gather(ranks, q, 0) + size * (q < wrapped).astype(ms.int32)
+    num_envs = size // max_length
+    last = ops.maximum((count - n_step) * num_envs - 1, stack_size * num_envs - 1)
+    flat = ops.stack((Tensor(stack_size * num_envs - 1, ms.int32), last))
+    q = (head * num_envs + flat) % size
+    adjusted = ops.gather(ranks, q, 0) + size * (q < head * num_envs).astype(ms.int32)
+    lower = ops.gather(adjusted, ZERO, 0)
+    return lower, ops.gather(adjusted, Tensor(1, ms.int32), 0) - lower
 
 
-def _plan(terminated, truncated, ranks, head, count, stack_size, n_step):
-    num_envs = terminated.shape[1]
-    # The edge rows [0, stack_size) and [count - n_step, count), each once, and which exist.
-    low, high = arange(stack_size), count - n_step + arange(n_step)
-    rows = ops.concat((low, high))
-    exists = ops.concat((low < count, ops.logical_and(high >= stack_size, high >= 0)))
-    grid = ops.broadcast_to(rows.reshape((-1, 1)), (stack_size + n_step, num_envs))
-    envs = ops.broadcast_to(arange(num_envs).reshape((1, -1)), (stack_size + n_step, num_envs))
-    valid = ops.logical_and(valid_at(terminated, truncated, head, count, grid, envs, stack_size, n_step),
-                            exists.reshape((-1, 1)))
-    valid = valid.reshape(-1).astype(ms.int32)
-    edge_cumulative, edges = ops.cumsum(valid, 0), valid.sum().astype(ms.int32)
-    interior = count - n_step > stack_size
-    first = Tensor(stack_size * num_envs - 1, ms.int32)
-    last = ops.where(interior, (count - n_step) * num_envs - 1, first)
-    lower = _adjusted_rank(ranks, head, first, num_envs)
-    inner = _adjusted_rank(ranks, head, last, num_envs) - lower
-    return rows, edge_cumulative, edges, inner, lower
+def count_starts(ranks, head, count, max_length, stack_size, n_step):
+    """How many valid starts the buffer holds, over all environments: O(1) from the ranks.
 
-
-def count_starts(terminated, truncated, ranks, head, count, stack_size, n_step):
-    """How many valid starts the buffer holds, over all environments.
-
-    The rows ``[stack_size, count - n_step)`` (the interior) are valid exactly where they are
-    not final rows, which the ranks count in O(1); the at most ``stack_size + n_step`` edge
-    rows per environment are checked one by one with :func:`valid_at`.
+    Args:
+        max_length (int): Time rows of the ring. The others: see the module docstring.
 
     Returns:
         Tensor, int32 scalar.
@@ -144,30 +88,26 @@ def count_starts(terminated, truncated, ranks, head, count, stack_size, n_step):
         >>> import mindspore as ms
         >>> from mindspore import Tensor
         >>> from mindspore_rl_buffer.ops import count_starts
-        >>> ended = Tensor(np.array([[0], [0], [1], [0], [0], [0], [0], [0]], np.uint8))  # row 3 is a final row
-        >>> ranks = Tensor(np.array([-8, -7, -6, -6, -5, -4, 0, 0], np.int32))  # insert_steps' for 6 rows
-        >>> int(count_starts(ended, ended * 0, ranks, Tensor(0, ms.int32), Tensor(6, ms.int32), 1, 1))
-        3
+        >>> ranks = Tensor(np.array([-8, -7, -6, -6, -5, -4, -3, 0], np.int32))  # 7 rows; row 3 is final
+        >>> int(count_starts(ranks, Tensor(0, ms.int32), Tensor(7, ms.int32), 8, 1, 1))  # rows 1, 2, 4, 5
+        4
     """
-    _, _, edges, inner, _ = _plan(terminated, truncated, ranks, head, count, stack_size, n_step)
-    return edges + inner
+    return _bounds(ranks, head, count, max_length, stack_size, n_step)[1]
 
 
-def select_starts(terminated, truncated, ranks, head, count, draws, stack_size, n_step):
+def select_starts(ranks, head, count, draws, max_length, stack_size, n_step):
     """The ``draws``-th valid starts: a bijection from ``[0, count_starts(...))`` onto the valid starts.
 
-    Draws below the number of valid edge starts pick those (in the order of
-    :func:`count_starts`' candidates); the others pick interior rows by rank. A rank is
-    ``q - M - F``, with ``q`` the row's flat physical index, ``M = max_length * num_envs`` and
-    ``F`` the number of final rows written up to and including it since the last reset,
-    time-major: so ranks never decrease along the physical rows of one wrap, those written
-    after the last wrap (physical rows before ``head``) rank below all others, unwritten rows
-    hold 0 above all written ones, and the ``u``-th non-final row after a row ``r`` is the
+    A rank is ``q - M - F``, with ``q`` the row's flat physical index, ``M = max_length *
+    num_envs`` and ``F`` the number of final rows written up to and including it since the
+    last reset, time-major: so ranks never decrease along the physical rows of one wrap, those
+    written after the last wrap (physical rows before ``head``) rank below all others, unwritten
+    rows hold 0 above all written ones, and the ``u``-th non-final row after a row ``r`` is the
     first whose rank reaches ``rank(r) + u + 1``: one ``searchsorted`` over the ranks.
 
     Args:
-        draws (Tensor): int32 ``(B,)``, each in ``[0, count_starts(...))``; the others as in
-            the module docstring.
+        draws (Tensor): int32 ``(B,)``, each in ``[0, count_starts(...))``.
+        max_length (int): Time rows of the ring. The others: see the module docstring.
 
     Returns:
         Tuple of 3 tensors: logical rows (int32, ``(B,)``), environments (int32, ``(B,)``)
@@ -178,44 +118,36 @@ def select_starts(terminated, truncated, ranks, head, count, draws, stack_size, 
         >>> import mindspore as ms
         >>> from mindspore import Tensor
         >>> from mindspore_rl_buffer.ops import select_starts
-        >>> ended = Tensor(np.array([[0], [0], [1], [0], [0], [0], [0], [0]], np.uint8))
-        >>> ranks = Tensor(np.array([-8, -7, -6, -6, -5, -4, 0, 0], np.int32))
-        >>> rows, envs, total = select_starts(ended, ended * 0, ranks, Tensor(0, ms.int32), Tensor(6, ms.int32),
-        ...                                   Tensor(np.arange(3, dtype=np.int32)), 1, 1)
-        >>> rows.asnumpy().tolist(), int(total)  # row 3 is a final row; 0 and 5 are invalid edges
-        ([1, 2, 4], 3)
+        >>> ranks = Tensor(np.array([-8, -7, -6, -6, -5, -4, -3, 0], np.int32))
+        >>> rows, envs, total = select_starts(ranks, Tensor(0, ms.int32), Tensor(7, ms.int32),
+        ...                                   Tensor(np.arange(4, dtype=np.int32)), 8, 1, 1)
+        >>> rows.asnumpy().tolist(), int(total)  # row 3 is a final row
+        ([1, 2, 4, 5], 4)
     """
-    plan = _plan(terminated, truncated, ranks, head, count, stack_size, n_step)
-    return _select(terminated.shape[0], ranks, head, plan, draws)
+    lower, total = _bounds(ranks, head, count, max_length, stack_size, n_step)
+    return (*_select(ranks, head, lower, draws, max_length), total)
 
 
-def _select(max_length, ranks, head, plan, draws):
-    rows, edge_cumulative, edges, inner, lower = plan
+def _select(ranks, head, lower, draws, max_length):
     size = ranks.shape[0]
     num_envs = size // max_length
-    slot = ops.minimum(ops.searchsorted(edge_cumulative, draws, out_int32=True, right=True),
-                       edge_cumulative.shape[0] - 1)
-    target = lower + ops.maximum(draws - edges, 0) + 1
+    target = lower + draws + 1
     after_wrap = ops.logical_and(head > 0, target > ops.gather(ranks, offsets(size - 1, size), 0))
     q = ops.searchsorted(ranks, target - size * after_wrap.astype(ms.int32), out_int32=True)
     q = ops.minimum(q, size - 1)
-    use_edge = draws < edges
-    inner_rows = (q // num_envs - head + max_length) % max_length
-    logical = ops.where(use_edge, ops.gather(rows, slot // num_envs, 0), inner_rows)
-    env = ops.where(use_edge, slot % num_envs, q % num_envs)
-    return logical, env, edges + inner
+    return (q // num_envs - head + max_length) % max_length, q % num_envs
 
 
-def sample_starts(terminated, truncated, ranks, head, count, sample_size, stack_size, n_step, seed=None,
-                  check=True):
+def sample_starts(ranks, head, count, sample_size, max_length, stack_size, n_step, seed=None, check=True):
     """Draw ``sample_size`` starts uniformly from the valid ones (with replacement).
 
     Each valid start has probability ``1 / count_starts(...)`` per draw: a draw is uniform over
     ``[0, count_starts(...))``, which :func:`select_starts` maps one to one onto the valid
-    starts. Work: O(sample_size * log(capacity) + num_envs * (stack_size + n_step)^2).
+    starts. Work: O(sample_size * log(capacity)).
 
     Args:
         sample_size (int): Starts to draw.
+        max_length (int): Time rows of the ring.
         seed (int): Seed of the random operator; ``None`` follows ``mindspore.set_seed``. Default: ``None``.
         check (bool): Guard against a buffer without a valid start. Default: ``True``.
 
@@ -232,49 +164,74 @@ def sample_starts(terminated, truncated, ranks, head, count, sample_size, stack_
         >>> import mindspore as ms
         >>> from mindspore import Tensor
         >>> from mindspore_rl_buffer.ops import sample_starts
-        >>> flags = Tensor(np.zeros((8, 1), np.uint8))
         >>> ranks = Tensor(np.array([-8, -7, -6, -5, -4, 0, 0, 0], np.int32))  # 5 rows, no episode end
-        >>> rows, envs, total = sample_starts(flags, flags, ranks, Tensor(0, ms.int32), Tensor(5, ms.int32), 16, 1, 1)
+        >>> rows, envs, total = sample_starts(ranks, Tensor(0, ms.int32), Tensor(5, ms.int32), 16, 8, 1, 1)
         >>> set(rows.asnumpy().tolist()) <= {1, 2, 3}, int(total)
         (True, 3)
     """
-    plan = _plan(terminated, truncated, ranks, head, count, stack_size, n_step)
-    total = plan[2] + plan[3]
+    lower, total = _bounds(ranks, head, count, max_length, stack_size, n_step)
     draws = ops.uniform((sample_size,), ZERO, ops.maximum(total, 1), seed=seed, dtype=ms.int32)
-    logical, env, total = _select(terminated.shape[0], ranks, head, plan, draws)
+    logical, env = _select(ranks, head, lower, draws, max_length)
     if check:
         logical, env, total = guarded((logical, env, total), total >= 1, [count, total])
     return logical, env, total
 
 
-def stack_rows(terminated, truncated, head, logical, env, stack_size):
-    """The logical rows of the frames stacked at rows ``logical``, oldest first.
+def transition_windows(reward, terminated, truncated, head, logical, env, stack_size, n_step, gamma):
+    """What valid starts ``(logical, env)`` read: their stacks' rows, n-step returns and discounts.
 
-    Frame ``k`` steps back is the row's own when no final row lies in ``[t - k, t - 1]``; the
-    others repeat the episode's first frame. Flags before row 0 count as no end: call this for
-    rows whose stack is decided (valid starts, their bootstrap rows). ``logical``, ``env``: ``(B,)``.
+    One gather per column reads rows ``t - stack_size .. t + n_step - 1``. Frame ``k`` steps
+    back of row ``t`` is its own when no final row lies in ``[t - k, t - 1]``; the others repeat
+    the episode's first frame. With ``m = min(n_step, steps to the episode's end)``, rows
+    ``t .. t + m`` are one episode, so the bootstrap row's stack reaches ``m`` frames further
+    back into it than ``t``'s.
+
+    Args:
+        gamma (float): Discount per step. The others: see the module docstring.
 
     Returns:
-        Tensor, int32, ``(B, stack_size)``.
+        Tuple of 4 tensors: the logical rows of the observation's frames and of the bootstrap
+        observation's (int32, ``(B, stack_size)``, oldest first), the return (float32, ``(B,)``)
+        and the discount (float32, ``(B,)``: ``gamma^m``, or 0 if the episode terminated at row
+        ``t + m - 1``).
 
     Examples:
         >>> import numpy as np
         >>> import mindspore as ms
         >>> from mindspore import Tensor
-        >>> from mindspore_rl_buffer.ops import stack_rows
-        >>> ended = Tensor(np.array([[0], [1], [0], [0], [0], [0]], np.uint8))  # row 2 is final, 3 starts anew
-        >>> stack_rows(ended, ended * 0, Tensor(0, ms.int32), Tensor(np.array([4, 5], np.int32)),
-        ...            Tensor(np.zeros(2, np.int32)), 4).asnumpy().tolist()
-        [[3, 3, 3, 4], [3, 3, 4, 5]]
+        >>> from mindspore_rl_buffer.ops import transition_windows
+        >>> reward = Tensor(np.array([[0.0], [0.0], [0.0], [1.0], [2.0], [4.0], [8.0]], np.float32))
+        >>> terminated = Tensor(np.array([[0], [1], [0], [0], [0], [1], [0]], np.uint8))  # row 2 is final
+        >>> rows, next_rows, returns, discount = transition_windows(reward, terminated, terminated * 0,
+        ...     Tensor(0, ms.int32), Tensor(np.array([3, 4], np.int32)), Tensor(np.zeros(2, np.int32)), 3, 2, 0.5)
+        >>> rows.asnumpy().tolist(), next_rows.asnumpy().tolist()  # row 3 starts an episode
+        ([[3, 3, 3], [3, 3, 4]], [[3, 4, 5], [4, 5, 6]])
+        >>> returns.asnumpy().tolist(), discount.asnumpy().tolist()
+        ([2.0, 4.0], [0.25, 0.0])
     """
+    max_length = reward.shape[0]
+    rows = logical.reshape((-1, 1)) + offsets(-stack_size, n_step)
+    index = ops.stack((_physical(head, rows, max_length), _broadcast_env(env.reshape((-1, 1)), rows.shape)), -1)
+    terminal = ops.gather_nd(terminated, index) != 0  # offset d = -stack_size .. n_step - 1 at column d + stack_size
+    ends = ops.logical_or(terminal, ops.gather_nd(truncated, index) != 0)
+    # Column d + stack_size of `alive`: no end in rows t .. t + d - 1 (and 0 before t).
+    alive = masked_counts(ends, ((0, 1),) * stack_size + tuple((stack_size, stack_size + k) for k in range(n_step)))
+    alive = (alive == 0).astype(ms.float32) * _powers(1.0, n_step - 1, stack_size)
+    steps = alive.sum(1).astype(ms.int32)
+    rewards = ops.gather_nd(reward, index).astype(ms.float32)  # (whole window: slicing small tensors is slow)
+    returns = (rewards * _powers(gamma, n_step - 1, stack_size) * alive).sum(1)
+    terminals = masked_counts(terminal, tuple((stack_size, stack_size + k) for k in range(1, n_step + 1)))
+    last = (arange(n_step) + 1 == steps.reshape((-1, 1))).astype(ms.int32)  # the column of m
+    discount = ops.gather(_powers(gamma, n_step), steps, 0) * ((terminals * last).sum(1) == 0).astype(ms.float32)
     if stack_size == 1:
-        return logical.reshape((-1, 1))
-    back = logical.reshape((-1, 1)) - offsets(2, stack_size + 1)  # ended(t-2 .. t-S) decide frames t-1 .. t-S+1
-    ends = ops.logical_and(_ended(terminated, truncated, head, back, env.reshape((-1, 1))), back >= 0)
-    prefix = masked_counts(ends, tuple((0, k) for k in range(1, stack_size)))  # ends among the first k
-    depth = (prefix == 0).astype(ms.int32).sum(1, keepdims=True).astype(ms.int32)
-    steps_back = offsets(-(stack_size - 1), 1) * -1  # stack_size - 1, ..., 0
-    return logical.reshape((-1, 1)) - ops.minimum(steps_back, depth)
+        return logical.reshape((-1, 1)), (logical + steps).reshape((-1, 1)), returns, discount
+    back = offsets(-(stack_size - 1), 1) * -1  # stack_size - 1, ..., 0
+    # ended(t - k - 1) == 0 for k = 1 .. K: frames t - 1 .. t - K are the row's own
+    real = masked_counts(ends, tuple((stack_size - 1 - k, stack_size - 1) for k in range(1, stack_size))) == 0
+    depth = real.astype(ms.int32).sum(1).astype(ms.int32)
+    next_depth = ops.minimum(depth + steps, stack_size - 1)
+    first = logical.reshape((-1, 1)) - ops.minimum(back, depth.reshape((-1, 1)))
+    return first, (logical + steps).reshape((-1, 1)) - ops.minimum(back, next_depth.reshape((-1, 1))), returns, discount
 
 
 def gather_frames(frames, head, rows, env, max_length):
@@ -300,43 +257,6 @@ def gather_frames(frames, head, rows, env, max_length):
     num_envs = frames.shape[0] // max_length
     index = _physical(head, rows, max_length) * num_envs + _broadcast_env(env, rows.shape)
     return ops.gather(frames, index, 0)
-
-
-def n_step_returns(reward, terminated, truncated, head, logical, env, n_step, gamma):
-    """The n-step return, its length and its bootstrap discount for starts ``(logical, env)``.
-
-    With ``m = min(n_step, steps to the episode's end)``: the return ``sum_{k<m} gamma^k r(t+k)``,
-    ``m`` (the bootstrap row is ``t + m``) and the discount ``gamma^m``, or 0 if the episode
-    terminated at row ``t + m - 1``. Args: ``gamma`` (float), the discount per step; the
-    others as in the module docstring (``logical``, ``env``: ``(B,)`` valid starts).
-
-    Returns:
-        Tuple of 3 tensors of shape ``(B,)``: the return (float32), ``m`` (int32), the discount (float32).
-
-    Examples:
-        >>> import numpy as np
-        >>> import mindspore as ms
-        >>> from mindspore import Tensor
-        >>> from mindspore_rl_buffer.ops import n_step_returns
-        >>> reward = Tensor(np.array([[1.0], [2.0], [4.0], [0.0], [8.0]], np.float32))
-        >>> terminated = Tensor(np.array([[0], [0], [1], [0], [0]], np.uint8))
-        >>> returns, steps, discount = n_step_returns(reward, terminated, terminated * 0, Tensor(0, ms.int32),
-        ...     Tensor(np.array([0, 1], np.int32)), Tensor(np.zeros(2, np.int32)), 2, 0.5)
-        >>> returns.asnumpy().tolist(), steps.asnumpy().tolist(), discount.asnumpy().tolist()
-        ([2.0, 4.0], [2, 2], [0.25, 0.0])
-    """
-    rows = logical.reshape((-1, 1)) + arange(n_step)
-    index = ops.stack((_physical(head, rows, reward.shape[0]), _broadcast_env(env.reshape((-1, 1)), rows.shape)), -1)
-    rewards = ops.gather_nd(reward, index).astype(ms.float32)
-    terminal = ops.gather_nd(terminated, index) != 0
-    ends = ops.logical_or(terminal, ops.gather_nd(truncated, index) != 0)
-    alive = masked_counts(ends, tuple((0, k) for k in range(n_step))) == 0  # no end before step k
-    returns = (rewards * _powers(gamma, n_step - 1) * alive.astype(ms.float32)).sum(1)
-    steps = alive.astype(ms.int32).sum(1).astype(ms.int32)  # a sum of int32 is int64
-    last = ops.logical_and(alive, ends)  # the end inside the window, if any
-    terminal_end = ops.logical_and(last, terminal).astype(ms.int32).sum(1) > 0
-    discount = ops.gather(_powers(gamma, n_step), steps, 0) * (1.0 - terminal_end.astype(ms.float32))
-    return returns, steps, discount
 
 
 def final_rows(last_ended, terminated, truncated):

@@ -336,10 +336,11 @@ class NotStoredError(Exception):
 class TransitionModel:
     """A transition buffer from its definitions: rows in plain lists, samples by walking them.
 
-    Stored are the newest ``max_length`` time steps since the last reset. A start's sample is
-    computed by walking the rows it reads; reading a row that is not stored makes the start
-    invalid (:class:`NotStoredError`). Episodes: the row after a row with a flag holds that
-    episode's final observation and starts no transition; the next episode begins after it.
+    Stored are the newest ``max_length`` time steps since the last reset. Episodes: the row
+    after a row with a flag holds that episode's final observation and starts no transition;
+    the next episode begins after it. A start ``t`` is valid iff
+    ``stack_size <= t <= stored - 1 - n_step`` and ``t`` is not such a final row; its sample
+    is computed by walking the rows, which must all be stored (:class:`NotStoredError`).
     """
 
     def __init__(self, max_length: int, num_envs: int, stack_size: int, n_step: int, gamma: float) -> None:
@@ -391,6 +392,8 @@ class TransitionModel:
     def sample(self, t: int, env: int):
         """``(observation, action, return, next_observation, discount, extra)`` of start ``(t, env)``,
         or None if it is not a valid start."""
+        if not self.stack_size <= t <= len(self.stored) - 1 - self.n_step:
+            return None
         try:
             if self._is_final(t, env):
                 return None

@@ -9,11 +9,9 @@ from mindspore_rl_buffer.ops import (
     count_starts,
     final_rows,
     insert_steps,
-    n_step_returns,
     sample_starts,
     select_starts,
-    stack_rows,
-    valid_at,
+    transition_windows,
 )
 
 from tests.helpers import EpisodeStream, TransitionModel
@@ -100,41 +98,27 @@ def test_every_operator_agrees_with_the_model_after_every_batch(case):
     num_envs, stack_size, n_step, max_length = case[:4]
     for state, model in snapshots(case):
         np.testing.assert_array_equal(state.ranks.asnumpy(), expected_ranks(model))
-        terminated, truncated = state.flags()
         head, count = state.cursors()
         valid = model.valid_starts()
-        total = int(count_starts(terminated, truncated, state.ranks, head, count, stack_size, n_step))
+        total = int(count_starts(state.ranks, head, count, max_length, stack_size, n_step))
         assert total == len(valid)
         if not valid:
             continue
         # A bijection from [0, V) onto the valid starts: uniform draws give a uniform sample.
-        rows, envs, _ = select_starts(terminated, truncated, state.ranks, head, count,
-                                      Tensor(np.arange(total, dtype=np.int32)), stack_size, n_step)
-        starts = list(zip(rows.asnumpy().tolist(), envs.asnumpy().tolist()))
+        logical, env, _ = select_starts(state.ranks, head, count, Tensor(np.arange(total, dtype=np.int32)),
+                                        max_length, stack_size, n_step)
+        starts = list(zip(logical.asnumpy().tolist(), env.asnumpy().tolist()))
         assert sorted(starts) == sorted(valid), "every valid start exactly once"
-        logical, env = rows, envs
-        returns, steps, discount = n_step_returns(Tensor(state.columns[0]), terminated, truncated, head, logical,
-                                                  env, n_step, GAMMA)
+        rows, next_rows, returns, discount = transition_windows(Tensor(state.columns[0]), *state.flags(), head,
+                                                                logical, env, stack_size, n_step, GAMMA)
         np.testing.assert_allclose(returns.asnumpy(), [valid[s][2] for s in starts], rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(discount.asnumpy(), [valid[s][4] for s in starts], rtol=1e-6)
         frames = state.frames.asnumpy()
-        for field, at in ((0, logical), (3, logical + steps)):
-            stacked = stack_rows(terminated, truncated, head, at, env, stack_size).asnumpy()
-            physical = ((state.head + stacked) % max_length) * num_envs + env.asnumpy()[:, None]
+        for field, stacked in ((0, rows), (3, next_rows)):
+            physical = ((state.head + stacked.asnumpy()) % max_length) * num_envs + env.asnumpy()[:, None]
             for i, start in enumerate(starts):
                 want = valid[start][field]
                 np.testing.assert_array_equal(frames[physical[i]].reshape(want.shape), want)
-
-
-@pytest.mark.parametrize("case", [CASES[1], CASES[3]])
-def test_valid_at_agrees_with_the_model_on_every_row_and_beyond(case):
-    num_envs, stack_size, n_step = case[:3]
-    for state, model in snapshots(case):
-        rows = np.repeat(np.arange(-2, state.count + 2, dtype=np.int32)[:, None], num_envs, 1)
-        envs = np.broadcast_to(np.arange(num_envs, dtype=np.int32), rows.shape).copy()
-        got = valid_at(*state.flags(), *state.cursors(), Tensor(rows), Tensor(envs), stack_size, n_step).asnumpy()
-        valid = model.valid_starts()
-        np.testing.assert_array_equal(got, [[(t, e) in valid for e in range(num_envs)] for t in rows[:, 0]])
 
 
 def test_final_rows_follow_the_previous_row_and_refuse_flags():
@@ -149,15 +133,13 @@ def test_final_rows_follow_the_previous_row_and_refuse_flags():
 def test_sample_starts_is_guarded_inside_a_graph():
     state = OperatorState(1, 8)
     state.insert(EpisodeStream(1, seed=0, end_probability=0.0).take(3))  # no start has its bootstrap yet
-    terminated, truncated = state.flags()
-    head, count = state.cursors()
 
     @jit
-    def draw(terminated, truncated, head, count):
-        return sample_starts(terminated, truncated, state.ranks, head, count, 4, 2, 2)
+    def draw(head, count):
+        return sample_starts(state.ranks, head, count, 4, 8, 2, 2)
 
     with pytest.raises(RuntimeError, match="assert failed"):
-        draw(terminated, truncated, head, count)[0].asnumpy()
+        draw(*state.cursors())[0].asnumpy()
 
 
 def test_sample_starts_draws_only_valid_starts_and_all_of_them():
@@ -165,6 +147,6 @@ def test_sample_starts_draws_only_valid_starts_and_all_of_them():
     case = CASES[2]
     *_, (state, model) = snapshots(case)
     valid = model.valid_starts()
-    rows, envs, total = sample_starts(*state.flags(), state.ranks, *state.cursors(), 4000, case[1], case[2])
+    rows, envs, total = sample_starts(state.ranks, *state.cursors(), 4000, case[3], case[1], case[2])
     picked = set(zip(rows.asnumpy().tolist(), envs.asnumpy().tolist()))
     assert int(total) == len(valid) and picked == set(valid)
