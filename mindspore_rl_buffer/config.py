@@ -10,7 +10,8 @@ A buffer entry, as MindSpore RL's dqn config writes it::
 or nested, ``{'number': 1, 'type': 'ReplayBuffer', 'params': {...}}``. The keys a type
 accepts are its constructor's arguments (``shapes``/``types`` spelt ``data_shape``/``data_type``):
 ``PriorityReplayBuffer`` also requires ``alpha``; it and ``ReservoirReplayBuffer`` take
-``seed`` and ``names`` but not ``ordered`` or ``replace``. Reading an entry is
+``seed`` and ``names`` but not ``ordered`` or ``replace``; ``TransitionReplayBuffer`` takes
+``num_envs``, ``stack_size``, ``n_step``, ``gamma``, ``names`` and ``seed``. Reading an entry is
 a pure function (:func:`buffer_arguments`) from the dict to validated constructor
 arguments; it never changes the caller's dict.
 """

@@ -220,15 +220,14 @@ def transition_windows(reward, terminated, truncated, head, logical, env, stack_
     steps = alive.sum(1).astype(ms.int32)
     rewards = ops.gather_nd(reward, index).astype(ms.float32)  # (whole window: slicing small tensors is slow)
     returns = (rewards * _powers(gamma, n_step - 1, stack_size) * alive).sum(1)
-    terminals = masked_counts(terminal, tuple((stack_size, stack_size + k) for k in range(1, n_step + 1)))
-    last = (arange(n_step) + 1 == steps.reshape((-1, 1))).astype(ms.int32)  # the column of m
-    discount = ops.gather(_powers(gamma, n_step), steps, 0) * ((terminals * last).sum(1) == 0).astype(ms.float32)
+    # Of the rows summed, only the last can end the episode: a termination there stops the bootstrap.
+    discount = ops.gather(_powers(gamma, n_step), steps, 0) * ((terminal * alive).sum(1) == 0).astype(ms.float32)
     if stack_size == 1:
         return logical.reshape((-1, 1)), (logical + steps).reshape((-1, 1)), returns, discount
     back = offsets(-(stack_size - 1), 1) * -1  # stack_size - 1, ..., 0
     # ended(t - k - 1) == 0 for k = 1 .. K: frames t - 1 .. t - K are the row's own
     real = masked_counts(ends, tuple((stack_size - 1 - k, stack_size - 1) for k in range(1, stack_size))) == 0
-    depth = real.astype(ms.int32).sum(1).astype(ms.int32)
+    depth = real.astype(ms.float32).sum(1).astype(ms.int32)
     next_depth = ops.minimum(depth + steps, stack_size - 1)
     first = logical.reshape((-1, 1)) - ops.minimum(back, depth.reshape((-1, 1)))
     return first, (logical + steps).reshape((-1, 1)) - ops.minimum(back, next_depth.reshape((-1, 1))), returns, discount
