@@ -389,6 +389,8 @@ def test_the_writer_stores_what_direct_inserts_store_and_checks_final_rows_befor
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     """A wrapped buffer of 2 environments (stack_size 3, n_step 2) saved once, with its stream."""
+    ms.set_context(mode=ms.GRAPH_MODE)  # as tests/conftest.py, which sets it per test: after this fixture
+    ms.set_device("CPU")
     source, stream = make(num_envs=2, stack_size=3, n_step=2, max_length=9), EpisodeStream(2, seed=8)
     batch = stream.take(14)
     source.insert(batch)

@@ -150,3 +150,22 @@ def test_sample_starts_draws_only_valid_starts_and_all_of_them():
     rows, envs, total = sample_starts(state.ranks, *state.cursors(), 4000, case[3], case[1], case[2])
     picked = set(zip(rows.asnumpy().tolist(), envs.asnumpy().tolist()))
     assert int(total) == len(valid) and picked == set(valid)
+
+
+def test_a_batch_longer_than_the_ring_writes_each_row_once(monkeypatch):
+    """On GPU a scatter's order among repeated rows is undefined: only the newest steps are written."""
+    written = []
+    scatter_update = ms.ops.scatter_update
+
+    def recording(parameter, rows, values):
+        written.append(rows.asnumpy())
+        return scatter_update(parameter, rows, values)
+
+    monkeypatch.setattr(ms.ops, "scatter_update", recording)
+    state = OperatorState(2, 3)
+    batch = EpisodeStream(2, seed=1).take(7)
+    state.insert(batch)
+    assert len(written) == 2  # frames and ranks
+    for rows in written:
+        assert sorted(rows.tolist()) == list(range(6))
+    np.testing.assert_array_equal(state.frames.asnumpy()[:, 0], np.repeat([6, 4, 5], 2))  # steps 4..6, wrapped
