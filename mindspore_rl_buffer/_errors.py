@@ -139,6 +139,6 @@ def no_valid_start_error(op: str, stored: int, num_envs: int, stack_size: int, n
     """Sampling a transition buffer that holds no complete transition yet."""
     return ValueError(
         f"For '{op}', the buffer holds no valid start yet ({stored} time steps of {num_envs} environments "
-        f"stored): a start needs the step before it stored, its stack of {stack_size} frames decided, and its "
-        f"next {n_step} steps (or its episode's end) and the observation after them stored."
+        f"stored): a start needs stack_size={stack_size} steps stored before it and n_step={n_step} after it, "
+        f"and must not be the final observation of an episode."
     )
