@@ -10,9 +10,11 @@ from mindspore_rl_buffer.sharded import ShardedReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec
 from mindspore_rl_buffer.tf_agents import BufferInfo
 from mindspore_rl_buffer.trajectory import TrajectoryReplayBuffer
+from mindspore_rl_buffer.transition import TransitionReplayBuffer, TransitionWriter
 from mindspore_rl_buffer.writer import BufferWriter, DroppedTransitionsWarning
 
 register_buffer_type(ShardedReplayBuffer)
+register_buffer_type(TransitionReplayBuffer)
 
 __version__ = "0.1.0"
 __all__ = [
@@ -26,6 +28,8 @@ __all__ = [
     "ShardedReplayBuffer",
     "TensorSpec",
     "TrajectoryReplayBuffer",
+    "TransitionReplayBuffer",
+    "TransitionWriter",
     "UniformReplayBuffer",
     "create_buffer",
     "load_checkpoint",

@@ -330,3 +330,54 @@ def check_leaves(op, descriptions, shapes, dtypes, got_shapes, got_dtypes):
 
 
 check_leaves_graph = ops.constexpr(check_leaves)
+
+
+# ------------------------------------------------------------------ transition buffers
+TRANSITION_ROLES = ("observation", "action", "reward", "terminated", "truncated")
+
+
+def check_gamma(op: str, gamma: Any) -> float:
+    """A discount: a real number in ``[0, 1]`` (not a bool)."""
+    value = check_exponent(op, "gamma", gamma)
+    if value > 1:
+        raise _errors.value_error(op, "gamma", "a float in [0, 1]", gamma)
+    return value
+
+
+def check_transition_layout(op: str, specs: Sequence[Any]) -> None:
+    """The columns of a transition buffer: its five roles first, then extras; scalar reward and flags."""
+    if len(specs) < len(TRANSITION_ROLES):
+        raise ValueError(f"For '{op}', 'shapes' must list at least {len(TRANSITION_ROLES)} columns "
+                         f"{TRANSITION_ROLES} (then any extra columns), but got {len(specs)}.")
+    for spec in specs[2:5]:
+        if spec.shape != ():
+            raise _errors.column_error(op, spec.name, "shape", "() (one value per environment and step)", spec.shape)
+
+
+def check_ring_length(op: str, capacity: int, num_envs: int, stack_size: int, n_step: int) -> int:
+    """``capacity // num_envs`` time rows, enough for one transition; raise otherwise."""
+    if capacity % num_envs:
+        raise ValueError(f"For '{op}', 'capacity' ({capacity}) must be a multiple of 'num_envs' ({num_envs}): "
+                         f"every time step stores one row per environment.")
+    max_length = capacity // num_envs
+    if max_length < stack_size + n_step + 1:
+        raise ValueError(f"For '{op}', 'capacity' ({capacity}) holds {max_length} time steps of {num_envs} "
+                         f"environments, but a transition with stack_size={stack_size} and n_step={n_step} needs "
+                         f"at least {stack_size + n_step + 1}.")
+    return max_length
+
+
+def check_final_rows(op: str, last_ended: np.ndarray, terminated: np.ndarray, truncated: np.ndarray) -> np.ndarray:
+    """Refuse flags on a final row (the one after an episode's end); return the newest row's ``ended``.
+
+    ``last_ended`` (``(num_envs,)``) says whether each environment's newest stored (or staged)
+    row ended an episode; ``terminated`` and ``truncated`` are ``(n, num_envs)``, ``n >= 1``.
+    """
+    ended = (np.asarray(terminated) != 0) | (np.asarray(truncated) != 0)
+    final = np.concatenate([np.asarray(last_ended, bool)[None], ended[:-1]])
+    bad = np.argwhere(final & ended)
+    if len(bad):
+        step, env = (int(x) for x in bad[0])
+        raise _errors.flagged_final_row_error(op, env, step, np.asarray(terminated)[step, env].item(),
+                                              np.asarray(truncated)[step, env].item())
+    return ended[-1]

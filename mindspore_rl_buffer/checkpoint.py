@@ -76,6 +76,35 @@ def ring_contract(head: int, count: int, capacity: int) -> str | None:
     return None
 
 
+def episode_contract(head: int, count: int, last_ended: np.ndarray, finals: int, ranks: np.ndarray,
+                     ended: np.ndarray) -> list[str]:
+    """What breaks the episode bookkeeping of a transition buffer (``mindspore_rl_buffer.ops.transition``).
+
+    ``ended`` holds the physical rows' episode ends, ``(max_length, num_envs)``; ``head`` and
+    ``count`` keep the ring contract (checked apart).
+    """
+    max_length, num_envs = ended.shape
+    size = max_length * num_envs
+    problems = []
+    stored = ended[(head + np.arange(count)) % max_length]
+    expected_last = stored[-1] if count else np.zeros(num_envs, bool)
+    if not np.isin(last_ended, (0, 1)).all() or not np.array_equal(last_ended.astype(bool), expected_last):
+        problems.append(f"last_ended={last_ended.tolist()} must be the newest row's episode ends "
+                        f"{expected_last.astype(int).tolist()}")
+    if (stored[1:] & stored[:-1]).any():
+        problems.append("a final row (the one after an episode's end) carries a flag")
+    q = (((head + np.arange(count)) % max_length)[:, None] * num_envs + np.arange(num_envs)).reshape(-1)
+    adjusted = ranks[q].astype(np.int64) + size * (q < head * num_envs)
+    steps = np.diff(adjusted)
+    if count and (not np.isin(steps[:num_envs - 1], (0, 1)).all()
+                  or not np.array_equal(steps[num_envs - 1:], 1 - stored[:-1].reshape(-1))
+                  or ranks[q[-1]] != q[-1] - size - finals):
+        problems.append("the start ranks disagree with the stored flags and final_rows")
+    if count < max_length and ranks[count * num_envs:].any():
+        problems.append("rows not written yet must rank 0")
+    return problems
+
+
 class Checkpointable:
     """The checkpoint protocol every buffer implements; ``save``/``load`` go through it.
 

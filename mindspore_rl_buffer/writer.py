@@ -89,6 +89,8 @@ class BufferWriter:
             raise _errors.type_error(op, "transition", "a list or tuple of arrays, one per column", transition)
         arrays = [self._host_array(i, value) for i, value in enumerate(transition)]
         n, single = self._check(arrays)
+        if n:
+            self._check_order(arrays, single)
         if single:
             index = self._pending
             for stage, array in zip(self._staging, arrays):
@@ -144,6 +146,10 @@ class BufferWriter:
         return f"BufferWriter(batch_size={self._batch_size}, pending={self._pending})"
 
     # ------------------------------------------------------------------------- checks
+    def _check_order(self, arrays: list[np.ndarray], single: bool) -> None:
+        """Hook: refuse valid transitions that may not follow what is staged (nothing is staged
+        yet when it raises). The base writer accepts any order."""
+
     def _host_array(self, i: int, value: Any) -> np.ndarray:
         if isinstance(value, (np.ndarray, np.generic)):
             return native(np.asarray(value))

@@ -70,6 +70,31 @@ def check_columns(capacities):
     return capacities[0]
 
 
+@ops.constexpr
+def offsets(start, stop):
+    """``[start, stop)`` as an int32 constant of the graph (``start`` may be negative)."""
+    return Tensor(np.arange(start, stop, dtype=np.int32))
+
+
+@ops.constexpr
+def _spans(length, spans):
+    """A float32 ``(len(spans), length)`` mask whose row ``j`` is 1 on ``[start_j, stop_j)``."""
+    mask = np.zeros((len(spans), length), np.float32)
+    for j, (start, stop) in enumerate(spans):
+        mask[j, start:stop] = 1
+    return Tensor(mask)
+
+
+def masked_counts(flags, spans):
+    """How many of ``flags[..., start:stop]`` are true, per span (float32, ``(..., len(spans))``).
+
+    A masked sum: on MindSpore 2.10's CPU, slicing a small tensor measured 0.1-0.5 ms a kernel
+    (and a small MatMul 2-5 ms), where the mask and the sum take a few µs.
+    """
+    masked = flags.reshape((*flags.shape[:-1], 1, flags.shape[-1])).astype(ms.float32) * _spans(flags.shape[-1], spans)
+    return masked.sum(-1)
+
+
 def capacity_of(columns):
     """The leading dimension every column shares (checked when the graph is compiled)."""
     return check_columns(tuple(column.shape[0] for column in columns))

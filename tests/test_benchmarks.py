@@ -45,3 +45,19 @@ def test_in_rounds_lets_the_calls_take_turns_and_ratio_compares_round_by_round()
     assert blocks == ["a", "b"] * 3
     assert order.count("a") == order.count("b") == 3 * (20 + 4)  # warm-up, then the timed calls
     assert ratio({"x": [2.0, 4.0, 6.0], "y": [1.0, 1.0, 2.0]}, "x", "y") == 3.0
+
+
+def test_the_transition_baseline_takes_the_frame_rows_the_sampler_gathered():
+    from benchmarks.transition import episode_flags, fill, frame_rows, transitions
+
+    terminated, truncated = episode_flags(5000, np.random.default_rng(0))
+    ended = (terminated | truncated)[:, 0].astype(bool)
+    assert 2 <= ended.sum() <= 25 and not (ended[1:] & ended[:-1]).any()  # every end is followed by a final row
+    rb = transitions(3000, 64)
+    fill(rb, 3000, 1024)  # no wrap: frame i is at row i and holds i
+    items, info = rb.sample_with_info()
+    observation, next_observation = frame_rows(items[0].asnumpy()), frame_rows(items[3].asnumpy())
+    starts = info.ids.asnumpy()
+    np.testing.assert_array_equal(observation[:, -1], starts)  # the newest frame of a stack is the start's
+    np.testing.assert_array_equal(rb.frames.asnumpy()[observation][..., 0, :4].view("<u4")[..., 0], observation)
+    assert (next_observation[:, -1] > starts).all() and (next_observation[:, -1] - starts <= 3).all()
