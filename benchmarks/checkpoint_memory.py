@@ -15,6 +15,7 @@ import numpy as np
 
 from benchmarks.common import PeakRSS, mib, rss
 from mindspore_rl_buffer import ReplayBuffer
+from mindspore_rl_buffer.checkpoint import checksum
 
 ROW = (84, 84, 4)  # one Atari observation, uint8
 
@@ -37,6 +38,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     result = {"buffer_bytes": data, "rss_after_fill": rss() - before_alloc}
     print(f"buffer {mib(data)} ({capacity} rows of {ROW} uint8); resident after fill, over the "
           f"pre-allocation baseline: {mib(result['rss_after_fill'])}")
+    # What the checksums add to a save, and again to a load: hashing every tensor once.
+    start = time.perf_counter()
+    for tensor in rb.checkpoint_tensors().values():
+        checksum(tensor)
+    result["checksum_seconds"] = time.perf_counter() - start
+    print(f"xxh3 checksums of every tensor: {result['checksum_seconds']:.3f} s (paid once by save, once by load)")
     for suffix in (".safetensors", ".ckpt"):
         with tempfile.TemporaryDirectory(dir=args.dir) as directory:
             path = Path(directory) / f"buffer{suffix}"

@@ -1,5 +1,6 @@
 """mindspore_rl_buffer: replay buffers that live on the device and compile into MindSpore graphs."""
 from mindspore_rl_buffer.checkpoint import load_checkpoint, save_checkpoint
+from mindspore_rl_buffer.compat import UniformReplayBuffer
 from mindspore_rl_buffer.config import create_buffer, load_config, register_buffer_type
 from mindspore_rl_buffer.priority_replay_buffer import PriorityReplayBuffer
 from mindspore_rl_buffer.py_uniform import PyUniformReplayBuffer
@@ -9,14 +10,17 @@ from mindspore_rl_buffer.sharded import ShardedReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec
 from mindspore_rl_buffer.tf_agents import BufferInfo
 from mindspore_rl_buffer.trajectory import TrajectoryReplayBuffer
-from mindspore_rl_buffer.writer import BufferWriter
+from mindspore_rl_buffer.transition import TransitionReplayBuffer, TransitionWriter
+from mindspore_rl_buffer.writer import BufferWriter, DroppedTransitionsWarning
 
 register_buffer_type(ShardedReplayBuffer)
+register_buffer_type(TransitionReplayBuffer)
 
 __version__ = "0.1.0"
 __all__ = [
     "BufferInfo",
     "BufferWriter",
+    "DroppedTransitionsWarning",
     "PriorityReplayBuffer",
     "PyUniformReplayBuffer",
     "ReplayBuffer",
@@ -24,6 +28,9 @@ __all__ = [
     "ShardedReplayBuffer",
     "TensorSpec",
     "TrajectoryReplayBuffer",
+    "TransitionReplayBuffer",
+    "TransitionWriter",
+    "UniformReplayBuffer",
     "create_buffer",
     "load_checkpoint",
     "load_config",

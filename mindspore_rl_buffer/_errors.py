@@ -20,6 +20,17 @@ BARE_CALL = (
 )
 
 
+# Shown when a buffer method is run by MindSpore's JIT fallback from inside a running graph:
+# after `b = self.buffer` and a bare `b.insert(...)`, the parser rebinds `b` to the result.
+FALLBACK_CALL = (
+    "For '{method}', the buffer was called through MindSpore's Python fallback from inside a running "
+    "graph, where it cannot launch its own: this happens after a local alias `b = self.buffer` and a bare "
+    "statement `b.insert(...)` (or `b.clear(...)`), which MindSpore's parser rewrites into "
+    "`b = b.insert(...)`, turning `b` into a Python object. Write `_ = b.insert(...)`, or call "
+    "`self.buffer.insert(...)` directly."
+)
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """Return ``'; did you mean X?'`` for the closest of ``choices``, or ``''``."""
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
@@ -124,3 +135,21 @@ def slot_error(op: str, slot: object, size: int) -> IndexError:
 def not_offered_error(op: str, cls: str, instead: str) -> TypeError:
     """A method of the uniform buffer that another buffer type does not offer."""
     return TypeError(f"For '{op}', {cls} does not offer this method: use {instead}.")
+
+
+def flagged_final_row_error(op: str, env: int, step: int, terminated: object, truncated: object) -> ValueError:
+    """A transition buffer's final row (the one after an episode's end) that carries a flag."""
+    return ValueError(
+        f"For '{op}', the row after an episode's end carries that episode's final observation, so its "
+        f"'terminated' and 'truncated' must be 0 (as gymnasium's next-step autoreset gives them), but "
+        f"environment {env} has terminated={terminated}, truncated={truncated} at step {step} of the batch."
+    )
+
+
+def no_valid_start_error(op: str, stored: int, num_envs: int, stack_size: int, n_step: int) -> ValueError:
+    """Sampling a transition buffer that holds no complete transition yet."""
+    return ValueError(
+        f"For '{op}', the buffer holds no valid start yet ({stored} time steps of {num_envs} environments "
+        f"stored): a start needs stack_size={stack_size} steps stored before it and n_step={n_step} after it, "
+        f"and must not be the final observation of an episode."
+    )

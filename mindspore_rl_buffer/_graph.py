@@ -78,6 +78,18 @@ class Launch:
         self.finish = finish
 
 
+def destroy(buffer: Any) -> None:
+    """Empty ``buffer``, release its direct-call graphs, and refuse every later direct call.
+
+    MindSpore Reinforcement's ``destroy()`` freed a native buffer; here the device memory of
+    the columns is returned when the buffer and the graphs compiled with it are collected.
+    """
+    with DIRECT_CALLS:
+        buffer.reset()
+        buffer.__dict__.pop("_direct_twins", None)
+        buffer.__dict__["_destroyed"] = True
+
+
 def discard(_: Any) -> None:
     """A :class:`Launch` ``finish`` for methods that return nothing when called directly."""
     return None
@@ -189,6 +201,11 @@ def buffer_method(host: Callable[..., Any] | None = None, *, returns_self: bool 
                     body(self, *args, check=True, **kwargs)
                     return self
                 return body(self, *args, check=True, **kwargs)
+            if called_by_graph_fallback():
+                raise TypeError(_errors.FALLBACK_CALL.format(method=body.__name__.lstrip("_")))
+            if self.__dict__.get("_destroyed"):
+                raise RuntimeError(f"For '{body.__name__.lstrip('_')}', the buffer was destroyed: destroy() "
+                                   f"emptied it and released its compiled graphs; build a new buffer.")
             with DIRECT_CALLS:
                 plan = host(self, *args, **kwargs) if host is not None else Launch(*args)
                 if not isinstance(plan, Launch):
@@ -206,6 +223,23 @@ def buffer_method(host: Callable[..., Any] | None = None, *, returns_self: bool 
         return method
 
     return decorate
+
+
+# The function of MindSpore's parser that runs Python code for a graph that is running (its
+# JIT fallback), where a buffer's direct path would start a nested graph.
+_FALLBACK_EVAL = "eval_script"
+
+
+def called_by_graph_fallback() -> bool:
+    """Whether MindSpore's JIT fallback is running this call from inside a running graph."""
+    frame = sys._getframe(2)
+    for _ in range(6):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == _FALLBACK_EVAL and "mindspore" in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
 
 
 # Method names that MindSpore's parser treats as list methods in a bare statement.

@@ -16,6 +16,7 @@ import numpy as np
 from mindspore import Tensor, ops
 
 from mindspore_rl_buffer import _errors
+from mindspore_rl_buffer.ops import LEAF_CEILING, MAX_CAPACITY, PRIORITY_CEILING
 
 INT_DTYPES = (ms.int8, ms.int16, ms.int32, ms.int64, ms.uint8, ms.uint16, ms.uint32, ms.uint64)
 FLOAT_DTYPES = (ms.float16, ms.bfloat16, ms.float32, ms.float64)
@@ -29,6 +30,65 @@ def check_size(op: str, arg: str, value: Any, minimum: int = 1) -> int:
     if value < minimum:
         raise _errors.value_error(op, arg, f"an int >= {minimum}", value)
     return int(value)
+
+
+def check_capacity(op: str, arg: str, value: Any) -> int:
+    """A capacity: an int in ``[1, MAX_CAPACITY]``, where the int32 cursor arithmetic is exact."""
+    value = check_size(op, arg, value)
+    if value > MAX_CAPACITY:
+        raise _errors.value_error(op, arg, f"an int <= {MAX_CAPACITY} (2**30, the largest capacity whose int32 "
+                                           f"cursor arithmetic is exact)", value)
+    return value
+
+
+def check_seed(op: str, value: Any) -> int | None:
+    """A seed: ``None``, or an int in ``[0, 2**31)`` (what MindSpore's random operators take)."""
+    if value is None:
+        return None
+    value = check_size(op, "seed", value, minimum=0)
+    if value >= 2**31:
+        raise _errors.value_error(op, "seed", "an int in [0, 2**31)", value)
+    return value
+
+
+def check_seeds(op: str, seed: Any, seed0: Any = 0, seed1: Any = 0) -> int | None:
+    """The one seed of a buffer from ``seed`` or MindSpore Reinforcement's ``seed0``/``seed1``.
+
+    As there, ``seed1`` if it is not 0, else ``seed0`` if it is not 0, else no seed (here:
+    follow ``mindspore.set_seed``); ``seed`` is this library's spelling. Giving both is refused.
+    """
+    for arg, value in (("seed0", seed0), ("seed1", seed1)):
+        check_size(op, arg, value, minimum=0)
+    if seed is not None and (seed0 or seed1):
+        raise ValueError(f"For '{op}', give either 'seed' or MindSpore Reinforcement's 'seed0'/'seed1', but got "
+                         f"seed={seed}, seed0={seed0}, seed1={seed1}.")
+    return check_seed(op, seed if seed is not None else (seed1 or seed0 or None))
+
+
+def check_types(op: str, types: Any, dtypes: Any) -> Any:
+    """The column dtypes, given as ``types`` or as MindSpore Reinforcement 0.6's ``dtypes``."""
+    if types is None and dtypes is None:
+        raise TypeError(f"For '{op}', the column dtypes must be given as 'types' (or 'dtypes'), but got neither.")
+    if types is not None and dtypes is not None:
+        raise ValueError(f"For '{op}', give the column dtypes once, as 'types' or 'dtypes', but got both.")
+    return types if types is not None else dtypes
+
+
+def check_column_names(op: str, names: Sequence[Any], reserved: Sequence[str]) -> None:
+    """Column names: non-empty strings, none of them a name the buffer uses for its own state."""
+    for name in names:
+        if not isinstance(name, str):
+            raise _errors.type_error(op, "names", "a list of str", name)
+        if not name:
+            raise _errors.value_error(op, "names", "non-empty strings", name)
+        if name in reserved:
+            raise ValueError(f"For '{op}', the column name {name!r} is reserved: the buffer keeps its own "
+                             f"state under the names {sorted(reserved)}; choose another name.")
+
+
+def native(array: np.ndarray) -> np.ndarray:
+    """``array`` in the machine's byte order (a big-endian ``>f4`` array is converted, values kept)."""
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
 def check_optional_size(op: str, arg: str, value: Any, minimum: int = 1) -> int | None:
@@ -114,7 +174,7 @@ def host_tensor(op: str, names: Sequence[str], i: int, value: Any) -> Tensor:
     if isinstance(value, Tensor):
         return value
     if isinstance(value, (np.ndarray, np.generic)):
-        return Tensor(np.asarray(value))
+        return Tensor(native(np.asarray(value)))
     raise _errors.not_an_array_error(op, tuple(names), i, value)
 
 
@@ -131,16 +191,16 @@ def check_transition(op: str, names: Sequence[str], shapes: Sequence[tuple[int, 
 
 # ---------------------------------------------------------------------------- indexes
 def host_index(op: str, arg: str, index: Any, what: str = "an int or an int tensor") -> np.ndarray:
-    """An int, an int numpy array or an int tensor as an int numpy array (scalar or 1-D)."""
+    """An int numpy scalar, array or int tensor as an int numpy array (scalar or 1-D), in its own dtype."""
     if isinstance(index, (bool, np.bool_)):
         raise _errors.type_error(op, arg, what, index)
-    if isinstance(index, (int, np.integer)):
-        return np.asarray(index, np.int64) if isinstance(index, int) else np.asarray(index)
+    if isinstance(index, np.integer):
+        return native(np.asarray(index))
     if isinstance(index, (Tensor, np.ndarray)):
         is_int = index.dtype in INT_DTYPES if isinstance(index, Tensor) else index.dtype.kind in "iu"
         if not is_int:
             raise TypeError(f"For '{op}', '{arg}' must be {what}, but got a tensor of dtype {index.dtype}.")
-        values = index.asnumpy() if isinstance(index, Tensor) else index
+        values = index.asnumpy() if isinstance(index, Tensor) else native(index)
         if values.ndim > 1:
             raise _errors.value_error(op, arg, "a scalar or 1-D tensor", f"shape {values.shape}")
         return values
@@ -148,12 +208,20 @@ def host_index(op: str, arg: str, index: Any, what: str = "an int or an int tens
 
 
 def check_logical_index(op: str, index: Any, size: int) -> np.ndarray:
-    """Logical indexes in ``[-size, size)`` as non-negative int32 (0 = oldest)."""
+    """Logical indexes in ``[-size, size)`` as non-negative int32 (0 = oldest).
+
+    Values are judged as given, whatever their width (a Python int of any size, a uint64
+    above 2**63), so the message shows the index the caller passed.
+    """
+    if isinstance(index, int) and not isinstance(index, bool):
+        if not -size <= index < size:
+            raise _errors.index_error(op, index, size)
+        return np.asarray(index + size if index < 0 else index, np.int32)
     values = host_index(op, "index", index)
-    if values.size and (values.min() < -size or values.max() >= size):
-        bad = values[(values < -size) | (values >= size)]
-        raise _errors.index_error(op, bad.tolist()[0] if bad.ndim else int(bad), size)
-    return np.where(values < 0, values + size, values).astype(np.int32)
+    bad = values >= size if values.dtype.kind == "u" else (values < -size) | (values >= size)
+    if bad.any():
+        raise _errors.index_error(op, values[bad].tolist()[0] if values.ndim else values.item(), size)
+    return np.where(values < 0, values.astype(np.int64) + size, values).astype(np.int32)
 
 
 def host_array(op: str, arg: str, value: Any, kinds: str, what: str) -> np.ndarray:
@@ -171,11 +239,20 @@ def host_array(op: str, arg: str, value: Any, kinds: str, what: str) -> np.ndarr
                         f"{value.dtype}.")
     if array.ndim != 1:
         raise _errors.value_error(op, arg, f"a 1-D {what} tensor", f"shape {array.shape}")
-    return array
+    return native(array)
 
 
-def check_priorities(op: str, indices: Any, priorities: Any, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Slots in ``[0, size)`` and finite priorities ``>= 0`` of the same 1-D shape."""
+def largest_priority(alpha: float) -> float:
+    """The largest priority a buffer of exponent ``alpha`` accepts: its leaf ``p ** alpha`` stays
+    within ``LEAF_CEILING`` (2**96) and ``p`` within ``PRIORITY_CEILING`` (2**126)."""
+    if alpha == 0:
+        return PRIORITY_CEILING
+    return float(min(PRIORITY_CEILING, LEAF_CEILING ** (1.0 / alpha)))
+
+
+def check_priorities(op: str, indices: Any, priorities: Any, size: int,
+                     alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Slots in ``[0, size)`` and finite priorities in ``[0, largest_priority(alpha)]``, of one 1-D shape."""
     slots = host_array(op, "indices", indices, "iu", "int")
     values = host_array(op, "priorities", priorities, "f", "float")
     if slots.shape != values.shape:
@@ -184,7 +261,13 @@ def check_priorities(op: str, indices: Any, priorities: Any, size: int) -> tuple
     bad = ~np.isfinite(values) | (values < 0)
     if bad.any():
         raise _errors.value_error(op, "priorities", "finite and >= 0", values[bad][0].item())
-    out = (slots < 0) | (slots >= size)
+    largest = largest_priority(alpha)
+    too_large = values.astype(np.float64) > largest
+    if too_large.any():
+        raise ValueError(f"For '{op}', 'priorities' must be at most {largest:.6g} (with alpha={alpha:g}, the "
+                         f"largest whose priority ** alpha stays within 2**96 and itself within 2**126, so "
+                         f"the sum tree cannot overflow float32), but got {values[too_large][0].item():.6g}.")
+    out = slots >= size if slots.dtype.kind == "u" else (slots < 0) | (slots >= size)
     if out.any():
         raise _errors.slot_error(op, slots[out][0].item(), size)
     return slots, values
@@ -215,6 +298,26 @@ def check_stored(op: str, num_steps: int | None, stored: int, max_length: int) -
         raise ValueError(f"For '{op}', 'num_steps' ({steps}) must not exceed the {stored} time steps stored.")
 
 
+def check_deterministic_pass(op: str, sample_batch_size: int | None, num_steps: int | None,
+                             limits: tuple[tuple[str, int], tuple[str, int]], drop_remainder: bool) -> None:
+    """Refuse a deterministic pass that would drop ALL data, whatever is stored.
+
+    ``limits`` names the segments and the time steps a segment can hold with their values
+    (``(('batch_size', 2), ('max_length', 3))``). With ``drop_remainder`` a group of segments
+    smaller than ``sample_batch_size`` and a window shorter than ``num_steps`` are dropped; with
+    a ``sample_batch_size``, short windows always are.
+    """
+    (segments_arg, segments), (length_arg, length) = limits
+    if drop_remainder and sample_batch_size is not None and sample_batch_size > segments:
+        raise ValueError(f"For '{op}', 'sample_batch_size' ({sample_batch_size}) must not exceed '{segments_arg}' "
+                         f"({segments}) with dataset_drop_remainder=True: ALL data would be dropped by the "
+                         f"deterministic pass.")
+    if num_steps is not None and num_steps > length and (drop_remainder or sample_batch_size is not None):
+        why = "dataset_drop_remainder=True" if drop_remainder else "a sample_batch_size (batched windows are whole)"
+        raise ValueError(f"For '{op}', 'num_steps' ({num_steps}) must not exceed '{length_arg}' ({length}) with "
+                         f"{why}: ALL data would be dropped by the deterministic pass.")
+
+
 def check_leaves(op, descriptions, shapes, dtypes, got_shapes, got_dtypes):
     """Check the leaves of a nest against a data spec; on the host, and when a graph is compiled."""
     for description, shape, dtype, got_shape, got_dtype in zip(descriptions, shapes, dtypes, got_shapes,
@@ -227,3 +330,54 @@ def check_leaves(op, descriptions, shapes, dtypes, got_shapes, got_dtypes):
 
 
 check_leaves_graph = ops.constexpr(check_leaves)
+
+
+# ------------------------------------------------------------------ transition buffers
+TRANSITION_ROLES = ("observation", "action", "reward", "terminated", "truncated")
+
+
+def check_gamma(op: str, gamma: Any) -> float:
+    """A discount: a real number in ``[0, 1]`` (not a bool)."""
+    value = check_exponent(op, "gamma", gamma)
+    if value > 1:
+        raise _errors.value_error(op, "gamma", "a float in [0, 1]", gamma)
+    return value
+
+
+def check_transition_layout(op: str, specs: Sequence[Any]) -> None:
+    """The columns of a transition buffer: its five roles first, then extras; scalar reward and flags."""
+    if len(specs) < len(TRANSITION_ROLES):
+        raise ValueError(f"For '{op}', 'shapes' must list at least {len(TRANSITION_ROLES)} columns "
+                         f"{TRANSITION_ROLES} (then any extra columns), but got {len(specs)}.")
+    for spec in specs[2:5]:
+        if spec.shape != ():
+            raise _errors.column_error(op, spec.name, "shape", "() (one value per environment and step)", spec.shape)
+
+
+def check_ring_length(op: str, capacity: int, num_envs: int, stack_size: int, n_step: int) -> int:
+    """``capacity // num_envs`` time rows, enough for one transition; raise otherwise."""
+    if capacity % num_envs:
+        raise ValueError(f"For '{op}', 'capacity' ({capacity}) must be a multiple of 'num_envs' ({num_envs}): "
+                         f"every time step stores one row per environment.")
+    max_length = capacity // num_envs
+    if max_length < stack_size + n_step + 1:
+        raise ValueError(f"For '{op}', 'capacity' ({capacity}) holds {max_length} time steps of {num_envs} "
+                         f"environments, but a transition with stack_size={stack_size} and n_step={n_step} needs "
+                         f"at least {stack_size + n_step + 1}.")
+    return max_length
+
+
+def check_final_rows(op: str, last_ended: np.ndarray, terminated: np.ndarray, truncated: np.ndarray) -> np.ndarray:
+    """Refuse flags on a final row (the one after an episode's end); return the newest row's ``ended``.
+
+    ``last_ended`` (``(num_envs,)``) says whether each environment's newest stored (or staged)
+    row ended an episode; ``terminated`` and ``truncated`` are ``(n, num_envs)``, ``n >= 1``.
+    """
+    ended = (np.asarray(terminated) != 0) | (np.asarray(truncated) != 0)
+    final = np.concatenate([np.asarray(last_ended, bool)[None], ended[:-1]])
+    bad = np.argwhere(final & ended)
+    if len(bad):
+        step, env = (int(x) for x in bad[0])
+        raise _errors.flagged_final_row_error(op, env, step, np.asarray(terminated)[step, env].item(),
+                                              np.asarray(truncated)[step, env].item())
+    return ended[-1]

@@ -18,8 +18,14 @@ then does it restore, **in place** (``Parameter.copy_``): MindSpore's own
 compiled before the restore do not see. Every mismatch found is reported in one error, and
 nothing is changed.
 
+Every tensor's checksum (xxh3, 64 bits, of its bytes; about 40 ms per GiB here) is kept in
+the record and verified on load, so a flipped byte anywhere in the data is refused, naming
+the tensor, instead of loading silently.
+
 Files of format 1 (written before the records were structured, and the sharded buffer's
-own format of then) still load: :func:`_upgrade` reads them into the same form.
+own format of then) still load: :func:`_upgrade` reads them into the same form, and a
+buffer derives the tensors such files lack (the TF-Agents buffers' add counter) from those
+they hold, in :meth:`Checkpointable.checkpoint_defaults`.
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ from typing import Any
 
 import mindspore as ms
 import numpy as np
+import xxhash
 from mindspore import nn
 
 from mindspore_rl_buffer._graph import DIRECT_CALLS
@@ -45,6 +52,12 @@ RECORD = "mindspore_rl_buffer.record"
 # File formats of mindspore.save_checkpoint, by suffix. safetensors streams: saving and
 # loading a 1 GiB buffer needs almost no memory beyond the buffer; ckpt needs 2-3 copies.
 FORMATS = {".safetensors": "safetensors", ".ckpt": "ckpt"}
+
+
+def checksum(value: Any) -> str:
+    """The xxh3-64 checksum of a tensor's (or array's) bytes, as 16 hex digits."""
+    array = value.asnumpy() if isinstance(value, ms.Tensor) else np.asarray(value)
+    return xxhash.xxh3_64_hexdigest(memoryview(np.ascontiguousarray(array)).cast("B"))
 
 
 def spec_record(specs: tuple[TensorSpec, ...]) -> list[list[Any]]:
@@ -61,6 +74,35 @@ def ring_contract(head: int, count: int, capacity: int) -> str | None:
     if head != 0 and count != capacity:
         return f"head={head} must be 0 while the buffer is not full (count={count} < {capacity})"
     return None
+
+
+def episode_contract(head: int, count: int, last_ended: np.ndarray, finals: int, ranks: np.ndarray,
+                     ended: np.ndarray) -> list[str]:
+    """What breaks the episode bookkeeping of a transition buffer (``mindspore_rl_buffer.ops.transition``).
+
+    ``ended`` holds the physical rows' episode ends, ``(max_length, num_envs)``; ``head`` and
+    ``count`` keep the ring contract (checked apart).
+    """
+    max_length, num_envs = ended.shape
+    size = max_length * num_envs
+    problems = []
+    stored = ended[(head + np.arange(count)) % max_length]
+    expected_last = stored[-1] if count else np.zeros(num_envs, bool)
+    if not np.isin(last_ended, (0, 1)).all() or not np.array_equal(last_ended.astype(bool), expected_last):
+        problems.append(f"last_ended={last_ended.tolist()} must be the newest row's episode ends "
+                        f"{expected_last.astype(int).tolist()}")
+    if (stored[1:] & stored[:-1]).any():
+        problems.append("a final row (the one after an episode's end) carries a flag")
+    q = (((head + np.arange(count)) % max_length)[:, None] * num_envs + np.arange(num_envs)).reshape(-1)
+    adjusted = ranks[q].astype(np.int64) + size * (q < head * num_envs)
+    steps = np.diff(adjusted)
+    if count and (not np.isin(steps[:num_envs - 1], (0, 1)).all()
+                  or not np.array_equal(steps[num_envs - 1:], 1 - stored[:-1].reshape(-1))
+                  or ranks[q[-1]] != q[-1] - size - finals):
+        problems.append("the start ranks disagree with the stored flags and final_rows")
+    if count < max_length and ranks[count * num_envs:].any():
+        problems.append("rows not written yet must rank 0")
+    return problems
 
 
 class Checkpointable:
@@ -82,6 +124,15 @@ class Checkpointable:
     def checkpoint_cursors(self, read: Any) -> list[str]:
         """Problems with the cursors that ``read(parameter)`` gives for this buffer's Parameters."""
         return []
+
+    def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
+        """Values for tensors that files of an earlier version lack, derived from what they hold.
+
+        ``read(key)`` gives the file's value for one of this buffer's tensors (a Parameter, or
+        a host buffer's tensor name), or ``None`` if the file has none. Returns ``{key: value}``;
+        a value the file holds is never replaced, and derived values are validated like the rest.
+        """
+        return {}
 
     def checkpoint_tensors(self) -> dict[str, Any]:
         """The tensors to write, by name (a Cell's Parameters by default)."""
@@ -148,12 +199,14 @@ def save_checkpoint(net: Any, path: str | os.PathLike) -> Path:
     state = _state(op, net)
     path, file_format = _path(op, path)
     records = {name: buffer.checkpoint_record() for name, buffer in _buffers(net).items()}
-    record = json.dumps({"format": FORMAT, "buffers": records}).encode()
-    # Parameters go to the writer as they are: no copy of the data is made here.
-    params = [{"name": name, "data": value if isinstance(value, ms.Tensor) else ms.Tensor(value)}
-              for name, value in state.items()]
-    params.append({"name": RECORD, "data": ms.Tensor(np.frombuffer(record, np.uint8).copy())})
-    return write_atomically(params, path, file_format)
+    with DIRECT_CALLS:  # no direct call changes a tensor between its checksum and its write
+        checksums = {name: checksum(value) for name, value in state.items()}
+        record = json.dumps({"format": FORMAT, "buffers": records, "checksums": checksums}).encode()
+        # Parameters go to the writer as they are: no copy of the data is made here.
+        params = [{"name": name, "data": value if isinstance(value, ms.Tensor) else ms.Tensor(value)}
+                  for name, value in state.items()]
+        params.append({"name": RECORD, "data": ms.Tensor(np.frombuffer(record, np.uint8).copy())})
+        return write_atomically(params, path, file_format)
 
 
 def write_atomically(params: list[dict[str, Any]], path: Path, file_format: str = "ckpt") -> Path:
@@ -178,8 +231,10 @@ def write_atomically(params: list[dict[str, Any]], path: Path, file_format: str 
     return path
 
 
-def read_checkpoint(op: str, path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """The tensors of a checkpoint file and its records (``None`` for a file without them).
+def read_checkpoint(op: str, path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any] | None,
+                                                                dict[str, str]]:
+    """The tensors of a checkpoint file, its records (``None`` for a file without them) and the
+    checksums of its tensors (empty for a file written before they were kept).
 
     Raises:
         FileNotFoundError: If there is no file at ``path``.
@@ -195,8 +250,8 @@ def read_checkpoint(op: str, path: str | os.PathLike) -> tuple[dict[str, Any], d
         warnings.simplefilter("ignore", ResourceWarning)
         try:
             loaded = ms.load_checkpoint(str(path), format=file_format)
-        except (ValueError, RuntimeError, OSError) as error:
-            failure = str(error)
+        except Exception as error:
+            failure = f"{type(error).__name__}: {error}"
         if failure is not None:
             gc.collect()
     if failure is not None:
@@ -204,27 +259,30 @@ def read_checkpoint(op: str, path: str | os.PathLike) -> tuple[dict[str, Any], d
     return _upgrade(op, path, loaded)
 
 
-def _upgrade(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Read a file of any format into ``(tensors, {buffer path: record})``."""
+def _upgrade(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None,
+                                                                   dict[str, str]]:
+    """Read a file of any format into ``(tensors, {buffer path: record}, {tensor: checksum})``."""
     raw = loaded.pop(RECORD, None)
     if raw is None:
-        if "metadata" in loaded:  # format 1 of ShardedReplayBuffer: its own names and metadata
-            return _upgrade_sharded_1(op, path, loaded)
-        return loaded, None
+        if {"metadata", "head", "count"} <= set(loaded) and any(key.startswith("column/") for key in loaded):
+            return (*_upgrade_sharded_1(op, path, loaded), {})  # format 1 of ShardedReplayBuffer
+        return loaded, None, {}
     try:
         meta = json.loads(raw.asnumpy().tobytes())
         version = meta.get("format")
+        checksums = {}
         if version == FORMAT:
-            records = meta["buffers"]
+            records, checksums = meta["buffers"], meta.get("checksums", {})
         elif version == FORMAT_1:  # records were reprs: only the type (and alpha) are read back
             records = {name: _record_1(text) for name, text in meta["buffers"].items()}
         else:
             raise ValueError(f"unknown format {version!r}")
-        if not isinstance(records, dict) or not all(isinstance(r, dict) for r in records.values()):
+        if not isinstance(records, dict) or not all(isinstance(r, dict) for r in records.values()) \
+                or not isinstance(checksums, dict):
             raise ValueError("the records are not a dict of dicts")
-    except (ValueError, KeyError, AttributeError, TypeError) as error:
+    except (ValueError, KeyError, AttributeError, TypeError, UnicodeDecodeError) as error:
         raise ValueError(f"For '{op}', '{path}' has an unreadable buffer record: {error}") from error
-    return loaded, records
+    return loaded, records, checksums
 
 
 def _record_1(text: str) -> dict[str, Any]:
@@ -292,8 +350,19 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
     op = "load"
     state = _state(op, net)
     buffers = _buffers(net)
-    loaded, records = read_checkpoint(op, path)
+    loaded, records, checksums = read_checkpoint(op, path)
     path = Path(path)
+    names = {id(tensor): name for name, tensor in state.items()}
+
+    def key(tensor: Any) -> str:
+        return tensor if isinstance(tensor, str) else names[id(tensor)]
+
+    def held(tensor: Any) -> np.ndarray | None:
+        return loaded[key(tensor)].asnumpy() if key(tensor) in loaded else None
+
+    for buffer in buffers.values():
+        for tensor, value in buffer.checkpoint_defaults(held).items():
+            loaded.setdefault(key(tensor), ms.Tensor(value))
     problems: list[str] = []
     if records is not None:
         for name, buffer in buffers.items():
@@ -307,13 +376,14 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
         if tuple(value.shape) != tuple(tensor.shape) or value.dtype != dtype:
             problems.append(f"Parameter '{name}' has shape {tuple(value.shape)} and dtype {value.dtype} in "
                             f"'{path}', but shape {tuple(tensor.shape)} and dtype {dtype} in the network")
+        elif name in checksums and checksum(value) != checksums[name]:
+            problems.append(f"the data of Parameter '{name}' in '{path}' is corrupt: its checksum is "
+                            f"{checksum(value)}, but the file recorded {checksums[name]} when it was saved")
     if not problems:
-        names = {id(tensor): name for name, tensor in state.items()}
         host = {name: loaded[name].asnumpy() for name in state} if not isinstance(net, nn.Cell) else None
 
         def read(tensor: Any) -> np.ndarray:
-            key = tensor if isinstance(tensor, str) else names[id(tensor)]
-            return host[key] if host is not None else loaded[key].asnumpy()
+            return host[key(tensor)] if host is not None else loaded[key(tensor)].asnumpy()
 
         for name, buffer in buffers.items():
             problems += [f"the cursors of '{name}' in '{path}' break the contract: {problem}"

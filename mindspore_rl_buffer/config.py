@@ -1,18 +1,30 @@
-"""Algorithm config files and the buffers they declare.
+"""Algorithm config files and the buffers they declare, in every form MindSpore RL wrote them.
 
-A buffer entry, as MindSpore RL's dqn config writes it::
+A buffer entry, flat, as MindSpore RL 0.6's dqn config wrote it::
 
     'replay_buffer': {'number': 1, 'type': ReplayBuffer, 'capacity': 100000,
                       'data_shape': [(4,), (1,), (1,), (4,)],
                       'data_type': [ms.float32, ms.int32, ms.float32, ms.float32],
                       'sample_size': 64}
 
-or nested, ``{'number': 1, 'type': 'ReplayBuffer', 'params': {...}}``. The keys a type
-accepts are its constructor's arguments (``shapes``/``types`` spelt ``data_shape``/``data_type``):
-``PriorityReplayBuffer`` also requires ``alpha``; it and ``ReservoirReplayBuffer`` take
-``seed`` and ``names`` but not ``ordered`` or ``replace``. Reading an entry is
-a pure function (:func:`buffer_arguments`) from the dict to validated constructor
-arguments; it never changes the caller's dict.
+or with ``params``, as MindSpore RL 0.7 writes it, the shapes and dtypes either inside
+``params`` or at the top level of the entry (where its sessions put them)::
+
+    {'number': 1, 'type': UniformReplayBuffer, 'params': {'capacity': 100000, 'sample_size': 64},
+     'data_shape': [...], 'data_type': [...]}
+
+``number > 1`` gives an ``nn.CellList`` of independent buffers; ``sample_size`` defaults to 1
+(as MindSpore RL's loader has it). An entry without shapes takes them from an environment's
+spaces with ``create_buffer(entry, env=...)`` (see :mod:`.spaces`). A config's
+``replay_buffer`` may also be ``{'multi_type_replaybuffer': True, 'name': entry, ...}``, which
+:func:`create_buffer` turns into a dict of buffers by name.
+
+The keys a type accepts are its constructor's arguments (``shapes``/``types`` spelt
+``data_shape``/``data_type``): ``PriorityReplayBuffer`` also requires ``alpha``; it and
+``ReservoirReplayBuffer`` take ``seed``/``seed0``/``seed1`` and ``names`` but not ``ordered``
+or ``replace``; ``TransitionReplayBuffer`` takes ``num_envs``, ``stack_size``, ``n_step``,
+``gamma``, ``names`` and ``seed``. Reading an entry is a pure function (:func:`buffer_arguments`) from the dict
+to validated constructor arguments; it never changes the caller's dict.
 """
 from __future__ import annotations
 
@@ -28,21 +40,28 @@ from mindspore import nn
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._validation import check_exponent, check_size
+from mindspore_rl_buffer.compat import UniformReplayBuffer
 from mindspore_rl_buffer.priority_replay_buffer import PriorityReplayBuffer
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.reservoir_replay_buffer import ReservoirReplayBuffer
+from mindspore_rl_buffer.spaces import space_columns
 from mindspore_rl_buffer.specs import DTYPES, column_specs
 
 # Buffer classes by name, for ``'type'`` given as a string.
 BUFFER_TYPES: dict[str, type] = {
-    cls.__name__: cls for cls in (ReplayBuffer, PriorityReplayBuffer, ReservoirReplayBuffer)
+    cls.__name__: cls
+    for cls in (ReplayBuffer, UniformReplayBuffer, PriorityReplayBuffer, ReservoirReplayBuffer)
 }
 
-_REQUIRED = ("capacity", "data_shape", "data_type", "sample_size")
+_REQUIRED = ("capacity", "data_shape", "data_type")
 _OUTER = ("number", "type", "params")
-# Constructor arguments under the names config files give them.
+# Keys MindSpore RL's loader reads from the top level of an entry even beside `params`.
+_BESIDE_PARAMS = ("data_shape", "data_type")
+_MULTI = "multi_type_replaybuffer"
+# Constructor arguments under the names config files give them; `dtypes` is an alias of `types`.
 _CONFIG_NAMES = {"shapes": "data_shape", "types": "data_type"}
 _CONSTRUCTOR_NAMES = {value: key for key, value in _CONFIG_NAMES.items()}
+_NOT_CONFIG_KEYS = ("dtypes", "batch_size")
 
 
 def register_buffer_type(cls: type) -> type:
@@ -54,9 +73,11 @@ def register_buffer_type(cls: type) -> type:
 def _config_keys(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The keys an entry of type ``cls`` requires and those it may add, from its constructor."""
     parameters = [parameter for parameter in inspect.signature(cls).parameters.values()
-                  if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)]
-    required = [_CONFIG_NAMES.get(p.name, p.name) for p in parameters if p.default is p.empty]
-    optional = [_CONFIG_NAMES.get(p.name, p.name) for p in parameters if p.default is not p.empty]
+                  if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+                  and parameter.name not in _NOT_CONFIG_KEYS]
+    names = [_CONFIG_NAMES.get(p.name, p.name) for p in parameters]
+    required = [name for name, p in zip(names, parameters) if p.default is p.empty and name != "sample_size"]
+    optional = [name for name in names if name not in required and name not in _REQUIRED]
     return tuple(dict.fromkeys([*_REQUIRED, *required])), tuple(optional)
 
 
@@ -70,14 +91,51 @@ def _buffer_type(value: Any) -> type:
                      f"but got {name}{_errors.did_you_mean(name, BUFFER_TYPES)}")
 
 
-def buffer_arguments(spec: Mapping[str, Any]) -> tuple[type, int, dict[str, Any]]:
+def _params(op: str, spec: Mapping[str, Any], cls: type, allowed: tuple[str, ...]) -> dict[str, Any]:
+    """The constructor keys of an entry, flat or with ``params`` (and shapes beside it)."""
+    if "params" in spec:
+        params = spec["params"]
+        if not isinstance(params, Mapping):
+            raise _errors.type_error(op, "params", "a dict", params)
+        unknown = [key for key in spec if key not in _OUTER + _BESIDE_PARAMS]
+        params = dict(params)
+        for key in _BESIDE_PARAMS:
+            if key in spec:
+                if key in params:
+                    raise ValueError(f"For '{op}', the key '{key}' must be given once, in 'params' or beside it, "
+                                     f"but it is in both.")
+                params[key] = spec[key]
+    else:
+        unknown = [key for key in spec if key not in _OUTER + allowed]
+        params = {key: value for key, value in spec.items() if key not in _OUTER}
+    unknown += [key for key in params if key not in allowed]
+    if unknown:
+        key = unknown[0]
+        if any(key in sum(_config_keys(other), ()) for other in BUFFER_TYPES.values()):
+            optional = [key for key in allowed if key not in _REQUIRED]
+            raise ValueError(f"For '{op}', the key '{key}' does not apply to {cls.__name__}, which takes "
+                             f"{', '.join(repr(option) for option in optional)}.")
+        raise ValueError(f"For '{op}', unknown key '{key}'"
+                         f"{_errors.did_you_mean(key, _OUTER + allowed)}")
+    return params
+
+
+def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
+                     done: bool = False) -> tuple[type, int, dict[str, Any]]:
     """Validate a buffer entry; return ``(buffer class, number, constructor keyword arguments)``.
+
+    Args:
+        spec (dict): The entry, flat or with ``params`` (see the module docstring).
+        env: An environment whose spaces give the columns when the entry has no
+            ``data_shape``/``data_type`` (see :func:`~mindspore_rl_buffer.spaces.space_columns`).
+            Default: ``None``.
+        done (bool): With ``env``, add a done column. Default: ``False``.
 
     Raises:
         TypeError: If ``spec`` (or its ``params``) is not a dict, or a value has the wrong type.
-        ValueError: If a key is missing or unknown for the type, a size is not positive,
-            ``alpha`` is negative, shapes and types differ in length, a dtype is unknown, or
-            ``sample_size > capacity`` without replacement.
+        ValueError: If a key is missing, given twice or unknown for the type, a size is not
+            positive, ``alpha`` is negative, shapes and types differ in length, a dtype is
+            unknown, or ``sample_size > capacity`` without replacement.
 
     Examples:
         >>> cls, number, kwargs = buffer_arguments({'type': 'ReplayBuffer', 'capacity': 8,
@@ -88,7 +146,7 @@ def buffer_arguments(spec: Mapping[str, Any]) -> tuple[type, int, dict[str, Any]
         ...     'data_type': ['foat32'], 'sample_size': 2})
         Traceback (most recent call last):
         ...
-        ValueError: unknown data_type[0] foat32; did you mean float32?
+        ValueError: For 'create_buffer', unknown data_type[0] foat32; did you mean float32?
     """
     op = "create_buffer"
     if not isinstance(spec, Mapping):
@@ -98,49 +156,47 @@ def buffer_arguments(spec: Mapping[str, Any]) -> tuple[type, int, dict[str, Any]
                          f"of {sorted(BUFFER_TYPES)}.")
     cls = _buffer_type(spec["type"])
     required, optional = _config_keys(cls)
-    if "params" in spec:
-        unknown = [key for key in spec if key not in _OUTER]
-        params = spec["params"]
-        if not isinstance(params, Mapping):
-            raise _errors.type_error(op, "params", "a dict", params)
-    else:
-        unknown = [key for key in spec if key not in _OUTER + required + optional]
-        params = {key: value for key, value in spec.items() if key not in _OUTER}
-    unknown += [key for key in params if key not in required + optional]
-    if unknown:
-        key = unknown[0]
-        if any(key in sum(_config_keys(other), ()) for other in BUFFER_TYPES.values()):
-            raise ValueError(f"For '{op}', the key '{key}' does not apply to {cls.__name__}, which takes "
-                             f"{', '.join(repr(option) for option in optional)}.")
-        raise ValueError(f"For '{op}', unknown key '{key}'"
-                         f"{_errors.did_you_mean(key, _OUTER + required + optional)}")
+    params = _params(op, spec, cls, required + optional)
     number = check_size(op, "number", spec.get("number", 1))
+    if "data_shape" not in params and "data_type" not in params and env is not None:
+        shapes, types, names = space_columns(env, done, op)
+        params = {"data_shape": shapes, "data_type": types, "names": names, **params}
     for key in required:
         if key not in params:
-            raise ValueError(f"For '{op}', the key '{key}' is missing.")
+            how = (" give 'data_shape' and 'data_type', or pass env= (an environment whose spaces give them, as "
+                   "MindSpore Reinforcement's sessions fill them)." if key in ("data_shape", "data_type") else "")
+            raise ValueError(f"For '{op}', the key '{key}' is missing.{how}")
     kwargs = dict(params)
     kwargs["capacity"] = check_size(op, "capacity", params["capacity"])
-    kwargs["sample_size"] = check_size(op, "sample_size", params["sample_size"])
+    kwargs["sample_size"] = check_size(op, "sample_size", params.get("sample_size", 1))
     if "alpha" in kwargs:
         kwargs["alpha"] = check_exponent(op, "alpha", params["alpha"])
     if not kwargs.get("replace", True) and kwargs["sample_size"] > kwargs["capacity"]:
         raise ValueError(f"For '{op}' without replacement, 'sample_size' ({kwargs['sample_size']}) "
                          f"must not exceed 'capacity' ({kwargs['capacity']}).")
-    specs = column_specs(params["data_shape"], params["data_type"], params.get("names"))
+    try:
+        specs = column_specs(params["data_shape"], params["data_type"], params.get("names"))
+    except ValueError as error:
+        raise ValueError(f"For '{op}', {error}") from None
     kwargs["data_shape"] = [spec.shape for spec in specs]
     kwargs["data_type"] = [spec.dtype for spec in specs]
     return cls, number, kwargs
 
 
-def create_buffer(spec: Mapping[str, Any]) -> nn.Cell:
-    """Build the buffer a config entry declares; ``number > 1`` gives an ``nn.CellList``.
+def create_buffer(spec: Mapping[str, Any], env: Any = None, *, done: bool = False) -> Any:
+    """Build the buffers a config entry declares.
 
     Args:
-        spec (dict): A buffer entry, flat or with ``params`` (see the module docstring).
-            ``type`` is a class or its name; dtypes are MindSpore dtypes or names.
+        spec (dict): A buffer entry, flat or with ``params`` (see the module docstring);
+            ``type`` is a class or its name, dtypes MindSpore dtypes or names. Or a
+            ``{'multi_type_replaybuffer': True, name: entry, ...}`` mapping.
+        env: An environment whose spaces give the columns of entries without shapes.
+            Default: ``None``.
+        done (bool): With ``env``, add a ``done`` column (bool). Default: ``False``.
 
     Returns:
-        The buffer, or an ``nn.CellList`` of ``number`` independent buffers.
+        The buffer; an ``nn.CellList`` of ``number`` independent buffers when ``number > 1``;
+        for ``multi_type_replaybuffer``, a dict of those by name.
 
     Raises:
         TypeError, ValueError: As :func:`buffer_arguments`; the message names the key.
@@ -161,7 +217,10 @@ def create_buffer(spec: Mapping[str, Any]) -> nn.Cell:
         >>> type(prb).__name__, prb.alpha, prb.capacity, prb.sample_size
         ('PriorityReplayBuffer', 0.6, 100, 8)
     """
-    cls, number, kwargs = buffer_arguments(spec)
+    if isinstance(spec, Mapping) and spec.get(_MULTI):
+        entries = {name: entry for name, entry in spec.items() if name != _MULTI}
+        return {name: create_buffer(entry, env, done=done) for name, entry in entries.items()}
+    cls, number, kwargs = buffer_arguments(spec, env, done)
     # By name: the buffer types order their positional arguments differently.
     kwargs = {_CONSTRUCTOR_NAMES.get(key, key): value for key, value in kwargs.items()}
     if number == 1:

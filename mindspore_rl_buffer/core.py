@@ -28,16 +28,17 @@ import mindspore as ms
 from mindspore import Parameter, ParameterTuple, Tensor, ops
 from mindspore.common.initializer import initializer
 
-from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method
+from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destroy
 from mindspore_rl_buffer._validation import (
     check_batch_graph,
+    check_capacity,
+    check_column_names,
     check_logical_index,
-    check_size,
     check_transition,
 )
-from mindspore_rl_buffer.checkpoint import Checkpointable, ring_contract, spec_record
+from mindspore_rl_buffer.checkpoint import RECORD, Checkpointable, ring_contract, spec_record
 from mindspore_rl_buffer.ops import ring
-from mindspore_rl_buffer.specs import TensorSpec, column_specs
+from mindspore_rl_buffer.specs import TensorSpec, column_specs, storage_dtype
 from mindspore_rl_buffer.writer import BufferWriter
 
 
@@ -46,7 +47,20 @@ def _index_constant(index):
     return Tensor(index, ms.int32)
 
 
-def _host_insert(self: RingBuffer, transition: Any) -> Launch | None:
+def transition_of(op: str, names: tuple[str, ...], columns: tuple[Any, ...]) -> Any:
+    """The transition of ``insert(*columns)``: one list or tuple of tensors, or one tensor per column
+    as separate arguments (MindSpore Reinforcement's ``insert(state, action)``)."""
+    if len(columns) == 1 and (isinstance(columns[0], (list, tuple)) or len(names) > 1):
+        return columns[0]
+    return columns
+
+
+def _host_insert(self: RingBuffer, *columns: Any) -> Launch | None:
+    transition = transition_of("insert", self.names, columns)
+    if not isinstance(transition, (list, tuple)):
+        raise TypeError(f"For 'insert', 'transition' must be a list or tuple of tensors, one per column, or one "
+                        f"tensor per column as separate arguments ({len(self.names)}: {self.names}), but got "
+                        f"one {type(transition).__name__}.")
     tensors, batch_size = check_transition("insert", self.names, self.shapes, self.dtypes, transition)
     return Launch(tensors) if batch_size else None
 
@@ -67,9 +81,12 @@ class RingBuffer(BufferCell, Checkpointable):
             Default: ``None``, which names them ``column_0``, ``column_1``, ...
 
     Raises:
-        TypeError: If ``capacity`` is not an int, or ``shapes``/``types`` is not a list.
-        ValueError: If ``capacity`` is not positive, ``shapes`` and ``types`` differ in
-            length, or a dtype is unknown.
+        TypeError: If ``capacity`` is not an int, ``shapes``/``types`` is not a list, or a name
+            is not a str.
+        ValueError: If ``capacity`` is not in ``[1, 2**30]`` (the largest capacity whose int32
+            cursor arithmetic is exact), ``shapes`` and ``types`` differ in length, a dtype is
+            unknown or unsupported (bool, bfloat16), or a name is empty, repeated or one the
+            buffer keeps its own state under (``head``, ``count``, and those of subclasses).
 
     Supported Platforms:
         ``GPU`` ``CPU``
@@ -84,15 +101,22 @@ class RingBuffer(BufferCell, Checkpointable):
         (3, True, 1, 3)
     """
 
+    # Names of the buffer's own Parameters (subclasses add theirs), refused as column names.
+    RESERVED_NAMES: tuple[str, ...] = ("head", "count", RECORD)
+
     def __init__(self, capacity: int, shapes: Sequence[Any], types: Sequence[Any], *,
                  names: Sequence[str] | None = None) -> None:
         super().__init__()
         op = type(self).__name__
-        self._capacity = check_size(op, "capacity", capacity)
+        self._capacity = check_capacity(op, "capacity", capacity)
+        if names is not None and isinstance(names, (list, tuple)):
+            reserved = {name for cls in type(self).__mro__ for name in getattr(cls, "RESERVED_NAMES", ())}
+            check_column_names(op, names, tuple(sorted(reserved)))
         self._specs = column_specs(shapes, types, names)
+        # A bool column is stored as uint8 (no bool ScatterUpdate); encode/decode convert.
         self.columns = ParameterTuple(
-            Parameter(initializer("zeros", (self._capacity, *spec.shape), spec.dtype), name=spec.name,
-                      requires_grad=False)
+            Parameter(initializer("zeros", (self._capacity, *spec.shape), storage_dtype(spec.dtype)),
+                      name=spec.name, requires_grad=False)
             for spec in self._specs
         )
         self.head = Parameter(Tensor(0, ms.int32), name="head", requires_grad=False)
@@ -126,8 +150,12 @@ class RingBuffer(BufferCell, Checkpointable):
 
     # ------------------------------------------------------------------------- insert
     @buffer_method(_host_insert, returns_self=True)
-    def insert(self, transition, *, check=True):
+    def insert(self, *columns, check=True):
         """Append one transition or a batch of them; the oldest are overwritten once full.
+
+        The transition is one list or tuple of tensors, ``insert([state, action])``, or one
+        tensor per column as separate arguments, ``insert(state, action)``, as MindSpore
+        Reinforcement's buffers take it (``push`` is the same method).
 
         Inside a ``construct`` write ``_ = self.buffer.insert(...)``: MindSpore's graph
         parser rewrites a bare ``self.buffer.insert(...)`` statement into
@@ -137,10 +165,11 @@ class RingBuffer(BufferCell, Checkpointable):
         first runs.
 
         Args:
-            transition (Union[list[Tensor], tuple[Tensor]]): One tensor (or numpy array, for
-                direct calls) per column: of the column's shape for one item, or with a
+            columns (Union[list[Tensor], tuple[Tensor], Tensor]): One tensor (or numpy array,
+                for direct calls) per column: of the column's shape for one item, or with a
                 leading batch dimension ``n`` (0 is allowed; of ``n > capacity`` items only
-                the newest ``capacity`` are kept). Dtypes must match the columns.
+                the newest ``capacity`` are kept). Dtypes must match the columns (a bool
+                column takes bool tensors).
 
         Returns:
             None when called directly; the buffer itself inside a graph.
@@ -150,13 +179,28 @@ class RingBuffer(BufferCell, Checkpointable):
             ValueError: If the number of columns, a shape or a dtype does not match; the
                 buffer is left unchanged.
         """
+        transition = transition_of("insert", self.names, columns)
         batch_size, single = check_batch_graph("insert", self.names, self.shapes, self.dtypes, len(transition),
                                                [x.shape for x in transition], [x.dtype for x in transition])
         if batch_size == 0:
             return self.count
         # `single` is a compile-time constant: only one branch reaches the graph.
         batch = [ops.expand_dims(x, 0) for x in transition] if single else transition
-        return self._write(batch)
+        return self._write(self.encode(batch))
+
+    def push(self, *columns):
+        """:meth:`insert`, under the name MindSpore Reinforcement 0.6 gave it (``push(state, action)``)."""
+        return self.insert(*columns)
+
+    def encode(self, values):
+        """Column values as stored: a bool column's as uint8. Runs on the host and in graphs."""
+        return [ops.cast(value, ms.uint8) if dtype == ms.bool_ else value for value, dtype in zip(values, self.dtypes)]
+
+    def decode(self, values):
+        """Stored column values as the columns' dtypes: a bool column's back to bool. Runs on the
+        host and in graphs; buffers reading ``columns`` with the operators apply it."""
+        return tuple(ops.cast(value, ms.bool_) if dtype == ms.bool_ else value
+                     for value, dtype in zip(values, self.dtypes))
 
     def _write(self, batch):
         """Graph hook: store ``batch`` (a leading dimension on every column, checked) and move the
@@ -200,7 +244,7 @@ class RingBuffer(BufferCell, Checkpointable):
         """
         if isinstance(index, int):
             index = _index_constant(index)
-        return ring.get_item(self.columns, self.head, self.count, index.astype(ms.int32), check)
+        return self.decode(ring.get_item(self.columns, self.head, self.count, index, check))
 
     # ------------------------------------------------------------- reset, size, full
     @buffer_method()
@@ -223,6 +267,14 @@ class RingBuffer(BufferCell, Checkpointable):
     def full(self, *, check=True):
         """Return whether the buffer holds ``capacity`` items, as a bool scalar tensor."""
         return self.count == self._capacity
+
+    def destroy(self) -> None:
+        """Empty the buffer and release its compiled direct-call graphs; every later direct call
+        raises a ``RuntimeError`` (MindSpore Reinforcement's ``destroy()`` freed its native buffer).
+        The columns' device memory is returned when the buffer, and any of your graphs compiled
+        with it, are garbage-collected; graphs compiled before ``destroy()`` keep working on the
+        emptied buffer."""
+        destroy(self)
 
     # ----------------------------------------------------------------------- records
     def _settings(self) -> dict[str, Any]:

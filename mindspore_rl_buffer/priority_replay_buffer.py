@@ -10,7 +10,14 @@ from mindspore import Parameter, Tensor, ops
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import Launch, buffer_method, discard
-from mindspore_rl_buffer._validation import check_exponent, check_not_empty, check_priorities, check_size
+from mindspore_rl_buffer._validation import (
+    check_exponent,
+    check_not_empty,
+    check_priorities,
+    check_seeds,
+    check_size,
+    check_types,
+)
 from mindspore_rl_buffer.core import RingBuffer
 from mindspore_rl_buffer.ops import priority
 
@@ -27,7 +34,7 @@ def _host_sample(self: PriorityReplayBuffer, beta: Any) -> Launch:
 
 
 def _host_update(self: PriorityReplayBuffer, indices: Any, priorities: Any) -> Launch | None:
-    slots, values = check_priorities("update_priorities", indices, priorities, int(self.count))
+    slots, values = check_priorities("update_priorities", indices, priorities, int(self.count), self._alpha)
     if not slots.size:
         return None
     return Launch(Tensor(slots.astype(np.int32)), Tensor(values.astype(np.float32)), finish=discard)
@@ -42,8 +49,10 @@ class PriorityReplayBuffer(RingBuffer):
     returns importance weights ``(N * P(i)) ** -beta`` divided by their largest value over
     all ``N`` stored items. New items get the largest priority set so far (1 at first);
     an overwritten slot loses its old priority; :meth:`reset` forgets every priority and
-    sets the largest back to 1. Priorities are clamped below at
-    ``ops.PRIORITY_FLOOR`` (1e-8) so every weight is finite.
+    sets the largest back to 1. Priorities are clamped below at ``ops.PRIORITY_FLOOR``
+    (1e-8) so every weight is finite. A direct :meth:`update_priorities` refuses a priority
+    whose ``p ** alpha`` would exceed ``ops.LEAF_CEILING`` (2**96), so that the sum tree can
+    never overflow float32; inside a graph such leaves (and ``+inf``) are clamped to it.
 
     The trees are two float32 Parameters of ``2 * P`` nodes (``P`` the smallest power of
     two ``>= capacity``, see :mod:`mindspore_rl_buffer.ops.priority`), so inserting,
@@ -63,9 +72,13 @@ class PriorityReplayBuffer(RingBuffer):
         capacity (int): Items the buffer holds; the oldest are overwritten beyond it.
         sample_size (int): Items per :meth:`sample`.
         shapes (list[tuple[int]]): The shape of one item, per column.
-        types (list[mindspore.dtype]): The dtype per column.
-        seed (int): Seed of the sampling operator; ``None`` follows ``mindspore.set_seed``.
-            Default: ``None``.
+        types (list[mindspore.dtype]): The dtype per column (``dtypes=`` is accepted too, as
+            MindSpore Reinforcement 0.6 named it).
+        seed0 (int): MindSpore Reinforcement's first seed: used when ``seed1`` is 0. Default: ``0``.
+        seed1 (int): MindSpore Reinforcement's second seed: the buffer's seed when not 0.
+            Default: ``0``. With both 0 (and no ``seed``) the draws follow ``mindspore.set_seed``.
+        seed (int): This library's spelling of the seed, in ``[0, 2**31)``; give it or
+            ``seed0``/``seed1``, not both. Default: ``None``.
         names (list[str]): Column names. Default: ``None`` (``column_0``, ...).
 
     Raises:
@@ -83,15 +96,16 @@ class PriorityReplayBuffer(RingBuffer):
         >>> from mindspore_rl_buffer import PriorityReplayBuffer
         >>> prb = PriorityReplayBuffer(0.6, 4, 3, [(2,), ()], [ms.float32, ms.int32])
         >>> prb.insert([np.zeros((4, 2), np.float32), np.arange(4, dtype=np.int32)])
-        >>> indices, weights, (state, action) = prb.sample(0.4)
+        >>> indices, weights, state, action = prb.sample(0.4)
         >>> indices.shape, weights.shape, state.shape
         ((3,), (3,), (3, 2))
         >>> prb.update_priorities(np.array([0, 1, 2, 3], np.int32), np.array([0.0, 0.0, 0.0, 5.0], np.float32))
-        >>> prb.sample(1.0)[2][1].asnumpy().tolist()
+        >>> prb.sample(1.0)[3].asnumpy().tolist()
         [3, 3, 3]
     """
 
     BINDING_SETTINGS = ("alpha",)
+    RESERVED_NAMES = ("sum_tree", "min_tree", "max_priority")
 
     def __init__(
         self,
@@ -99,17 +113,19 @@ class PriorityReplayBuffer(RingBuffer):
         capacity: int,
         sample_size: int,
         shapes: Sequence[Any],
-        types: Sequence[Any],
+        types: Sequence[Any] | None = None,
+        seed0: int = 0,
+        seed1: int = 0,
         *,
         seed: int | None = None,
         names: Sequence[str] | None = None,
+        dtypes: Sequence[Any] | None = None,
     ) -> None:
         op = type(self).__name__
         alpha = check_exponent(op, "alpha", alpha)
         sample_size = check_size(op, "sample_size", sample_size)
-        if seed is not None:
-            check_size(op, "seed", seed, minimum=0)
-        super().__init__(capacity, shapes, types, names=names)
+        seed = check_seeds(op, seed, seed0, seed1)
+        super().__init__(capacity, shapes, check_types(op, types, dtypes), names=names)
         self._alpha = alpha
         self._sample_size = sample_size
         self._seed = seed
@@ -145,9 +161,11 @@ class PriorityReplayBuffer(RingBuffer):
                 changes.
 
         Returns:
-            Tuple of 3: the physical slots drawn (int32, ``(sample_size,)``), their
-            importance weights (float32, ``(sample_size,)``, in ``(0, 1]``), and the tuple
-            of column tensors, each with leading dimension ``sample_size``.
+            Flat tuple ``(indices, weights, *columns)``, as MindSpore Reinforcement's
+            ``PriorityReplayBuffer.sample``: the physical slots drawn (int32,
+            ``(sample_size,)``), their importance weights (float32, ``(sample_size,)``, in
+            ``(0, 1]``), then one tensor per column, each with leading dimension
+            ``sample_size``.
 
         Raises:
             TypeError: If ``beta`` is not a number.
@@ -157,7 +175,7 @@ class PriorityReplayBuffer(RingBuffer):
         """
         slots, weights = priority.sample(self.sum_tree, self.min_tree, self.count, self._sample_size, beta,
                                          self.capacity, self._seed, check)
-        return slots, weights, tuple(ops.gather(column, slots, 0) for column in self.columns)
+        return (slots, weights, *self.decode(tuple(ops.gather(column, slots, 0) for column in self.columns)))
 
     def sample_with_indices(self, ordered=None):
         """Not offered: :meth:`sample` already returns the slots drawn.
@@ -166,7 +184,7 @@ class PriorityReplayBuffer(RingBuffer):
             TypeError: Always.
         """
         return _refuse("sample_with_indices", "PriorityReplayBuffer",
-                       "sample(beta), which returns (indices, weights, transitions)")
+                       "sample(beta), which returns (indices, weights, *columns)")
 
     # ------------------------------------------------------------- update_priorities
     @buffer_method(_host_update)
@@ -195,7 +213,7 @@ class PriorityReplayBuffer(RingBuffer):
                 is not checked.
         """
         top = priority.update_priorities(self.sum_tree, self.min_tree, self.max_priority, self.count,
-                                         indices.astype(ms.int32), priorities, self._alpha, self.capacity, check)
+                                         indices, priorities, self._alpha, self.capacity, check)
         ops.assign(self.max_priority, top)
         return top
 

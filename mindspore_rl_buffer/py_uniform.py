@@ -1,4 +1,4 @@
-"""PyUniformReplayBuffer: the TF-Agents API over numpy arrays, for collection on the host."""
+"""PyUniformReplayBuffer: TF-Agents' numpy buffer, for collection on the host."""
 from __future__ import annotations
 
 import threading
@@ -13,22 +13,33 @@ from mindspore_rl_buffer.host_ring import NumpyRing
 from mindspore_rl_buffer.nest import FlatSpec
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec, numpy_dtype
-from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI
+from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI, add_counter_contract, item_ids
 
 
 class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
     """TF-Agents' ``PyUniformReplayBuffer``: a flat ring of ``capacity`` items in numpy arrays.
 
-    No MindSpore graph is needed to add or read; :meth:`to_device` hands the contents to an
-    on-device :class:`ReplayBuffer` in one call. Safe to share between threads: every method
-    holds the buffer's lock. The items live in a
-    :class:`~mindspore_rl_buffer.host_ring.NumpyRing`, under the same cursor contract as the
-    device buffers (see :mod:`mindspore_rl_buffer.ops`); item ids are physical rows.
+    As in TF-Agents, :meth:`get_next` and :meth:`as_dataset` return **the items alone**;
+    :meth:`get_next_with_info` returns ``(items, BufferInfo(ids, probabilities))`` like the
+    device buffer's ``get_next``. No MindSpore graph is needed to add or read;
+    :meth:`to_device` hands the contents to an on-device :class:`ReplayBuffer` in one call.
+    Safe to share between threads: every method holds the buffer's lock. The items live in
+    a :class:`~mindspore_rl_buffer.host_ring.NumpyRing`, under the same cursor contract as
+    the device buffers (see :mod:`mindspore_rl_buffer.ops`). An item's id (int64) is the
+    number of items added before it since construction or the last :meth:`clear`, as
+    TF-Agents counts them.
 
     Args:
         data_spec: A :class:`TensorSpec` or any nest of them.
         capacity (int): Items the buffer holds; the oldest are overwritten beyond it.
         seed (int): Seed of the numpy random generator. Default: ``None``.
+
+    Raises:
+        TypeError: If a leaf of ``data_spec`` is not a TensorSpec or ``capacity`` is not an int.
+        ValueError: If ``capacity`` is not positive.
+
+    Supported Platforms:
+        ``CPU`` (host memory; :meth:`to_device` feeds a buffer on any device)
 
     Examples:
         >>> import numpy as np
@@ -37,12 +48,20 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
         >>> rb.add_batch({'obs': np.arange(10, dtype=np.float32).reshape(5, 2)})  # 5 items, in order
         >>> rb.gather_all()['obs'][0, :, 0].tolist()   # the newest 4, oldest first
         [2.0, 4.0, 6.0, 8.0]
-        >>> items, info = rb.get_next(sample_batch_size=3, num_steps=2)
-        >>> items['obs'].shape, info.probabilities.tolist()
-        ((3, 2, 2), [0.3333333432674408, 0.3333333432674408, 0.3333333432674408])
+        >>> rb.size
+        4
+        >>> first, second = rb.get_next(num_steps=2, time_stacked=False)   # the items alone
+        >>> second['obs'][0] - first['obs'][0]
+        2.0
+        >>> items, info = rb.get_next_with_info(sample_batch_size=3, num_steps=2)
+        >>> items['obs'].shape, info.ids.shape, info.probabilities.tolist()
+        ((3, 2, 2), (3, 2), [0.3333333432674408, 0.3333333432674408, 0.3333333432674408])
+        >>> [int(item['obs'][0]) for item in rb.as_dataset(single_deterministic_pass=True)]
+        [2, 4, 6, 8]
     """
 
     _YIELDS_TENSORS = False
+    _ITEMS_ALONE = True
 
     def __init__(self, data_spec: Any, capacity: int, *, seed: int | None = None) -> None:
         self._capacity = check_size(type(self).__name__, "capacity", capacity)
@@ -53,6 +72,7 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
         self._seed = seed
         self._rng = np.random.default_rng(seed)
         self._lock = threading.RLock()
+        self._added = 0  # items added since construction or the last clear: the next item's id
 
     @property
     def data_spec(self) -> Any:
@@ -60,10 +80,16 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
 
     @property
     def capacity(self) -> int:
+        """Items the buffer holds."""
         return self._capacity
 
+    @property
+    def size(self) -> np.int64:
+        """Items stored, as TF-Agents' ``size`` property (a ``numpy.int64``)."""
+        return np.int64(self._ring.count)
+
     def num_frames(self) -> int:
-        """Items stored."""
+        """Items stored (TF-Agents' numpy buffer raises ``NotImplementedError`` here)."""
         return self._ring.count
 
     def add_batch(self, items: Any) -> None:
@@ -76,13 +102,52 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
         leaves = [leaf.asnumpy() for leaf in self._flat.flatten("add_batch", items, (None,))]
         with self._lock:
             self._ring.insert(leaves)
+            self._added += len(leaves[0])
 
     def get_next(self, sample_batch_size: int | None = None, num_steps: int | None = None,
-                 time_stacked: bool = True) -> tuple[Any, BufferInfo]:
-        """Sample items uniformly; ``num_steps`` windows are consecutive items that never cross
-        the write position. Same arguments and results as
-        :meth:`TrajectoryReplayBuffer.get_next`, as numpy arrays."""
-        op = "get_next"
+                 time_stacked: bool = True) -> Any:
+        """Sample items uniformly, as TF-Agents' numpy buffer: **the items alone**.
+
+        ``num_steps`` windows are consecutive items that never cross the write position.
+        :meth:`get_next_with_info` draws the same way and also returns the ids and the
+        probabilities.
+
+        Args:
+            sample_batch_size (int): Picks; ``None`` for one pick without a batch dimension.
+                Default: ``None``.
+            num_steps (int): Consecutive items per pick; ``None`` for one item without a time
+                dimension. Default: ``None``.
+            time_stacked (bool): Stack the steps into leaves ``[sample_batch_size, num_steps,
+                ...]``; otherwise return a tuple of ``num_steps`` items. Default: ``True``.
+
+        Returns:
+            A nest like ``data_spec`` of numpy arrays (a tuple of ``num_steps`` of them when
+            not ``time_stacked``).
+
+        Raises:
+            TypeError: If an argument has the wrong type.
+            ValueError: If a size is not positive, the buffer is empty, or ``num_steps``
+                exceeds the items stored (TF-Agents returns uninitialised arrays from an
+                empty buffer).
+        """
+        return self._sample("get_next", sample_batch_size, num_steps, time_stacked)[0]
+
+    def get_next_with_info(self, sample_batch_size: int | None = None, num_steps: int | None = None,
+                           time_stacked: bool = True) -> tuple[Any, BufferInfo]:
+        """:meth:`get_next` with ``BufferInfo(ids, probabilities)``, as the device buffer returns it.
+
+        Returns:
+            ``(items, BufferInfo(ids, probabilities))``: ``ids`` (int64) have the leading shape
+            of the items, ``probabilities`` (float32) one entry per pick,
+            ``1 / (stored - num_steps + 1)``.
+
+        Raises:
+            TypeError: If an argument has the wrong type.
+            ValueError: As :meth:`get_next`.
+        """
+        return self._sample("get_next_with_info", sample_batch_size, num_steps, time_stacked)
+
+    def _sample(self, op: str, sample_batch_size: Any, num_steps: Any, time_stacked: Any) -> tuple[Any, BufferInfo]:
         check_sample_args(op, sample_batch_size, num_steps, time_stacked)
         picks = 1 if sample_batch_size is None else sample_batch_size
         steps = 1 if num_steps is None else num_steps
@@ -91,7 +156,8 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
             rows = self._ring.window_rows(self._rng, picks, steps)
             probabilities = np.full(picks, 1.0 / (self._ring.count - steps + 1), np.float32)
             leaves = [column[rows] for column in self._ring.columns]
-        ids = rows.astype(np.int32)
+            logical = (rows - self._ring.head) % self._capacity
+            ids = (self._added - self._ring.count + logical).astype(np.int64)
         if num_steps is None:
             leaves, ids = [x[:, 0] for x in leaves], ids[:, 0]
         if sample_batch_size is None:
@@ -103,19 +169,31 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
         return self._flat.unflatten(leaves), BufferInfo(ids, probabilities)
 
     def gather_all(self) -> Any:
-        """Every stored item, oldest first, as leaves of shape ``[1, time, ...]``."""
+        """Every stored item, oldest first, as leaves of shape ``[1, stored, ...]``.
+
+        TF-Agents' numpy buffer returns every slot, ``[1, capacity, ...]`` in physical order,
+        slots never written included; this returns what is stored, in the order it came.
+        """
         with self._lock:
             return self._flat.unflatten([column[None] for column in self._ring.ordered()])
 
     def _gather_numpy(self) -> tuple[list[np.ndarray], np.ndarray]:
         with self._lock:
             rows = self._ring.ordered_rows()
-            return [column[rows][None] for column in self._ring.columns], rows[None].astype(np.int32)
+            ids = item_ids(self._added - self._ring.count, self._ring.count, 1)
+            return [column[rows][None] for column in self._ring.columns], ids
+
+    def _draw(self, sample_batch_size: int | None, num_steps: int | None) -> tuple[Any, BufferInfo]:
+        return self._sample("as_dataset", sample_batch_size, num_steps, True)
+
+    def _pass_limits(self) -> tuple[tuple[str, int], tuple[str, int]]:
+        return ("segments", 1), ("capacity", self._capacity)
 
     def clear(self) -> None:
-        """Empty the buffer (cursors back to 0)."""
+        """Empty the buffer: cursors and the add counter back to 0, so ids start again from 0."""
         with self._lock:
             self._ring.clear()
+            self._added = 0
 
     def to_device(self, buffer: ReplayBuffer | None = None, *, sample_size: int = 1) -> ReplayBuffer:
         """Hand every stored item, oldest first, to an on-device :class:`ReplayBuffer` in one insert.
@@ -164,22 +242,34 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
                 "settings": {"seed": self._seed}}
 
     def checkpoint_tensors(self) -> dict[str, np.ndarray]:
-        """Every column (``columns.<name>``) and both cursors, as numpy arrays."""
+        """Every column (``columns.<name>``), both cursors and the add counter ``added``, as numpy arrays."""
         state = {f"columns.{name}": column for name, column in zip(self._flat.column_names(), self._ring.columns)}
         state["head"] = np.array(self._ring.head, np.int32)
         state["count"] = np.array(self._ring.count, np.int32)
+        state["added"] = np.array(self._added, np.int64)
         return state
 
     def checkpoint_cursors(self, read: Any) -> list[str]:
-        """The ring's cursor contract, on the checkpoint's ``head`` and ``count``."""
-        problem = ring_contract(int(read("head")), int(read("count")), self._capacity)
-        return [problem] if problem else []
+        """The ring's cursor contract on the checkpoint's ``head`` and ``count``, and the add counter's."""
+        head, count = int(read("head")), int(read("count"))
+        problems = [ring_contract(head, count, self._capacity),
+                    add_counter_contract(int(read("added")), head, count, self._capacity)]
+        return [problem for problem in problems if problem]
+
+    def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
+        """Files written before the add counter existed: ``added = head + count``, the smallest
+        count of adds that leaves the cursors where the file has them."""
+        head, count = read("head"), read("count")
+        if head is None or count is None:
+            return {}
+        return {"added": np.array(int(head) + int(count), np.int64)}
 
     def restore_checkpoint(self, values: Mapping[str, np.ndarray]) -> None:
         """Copy validated checkpoint values into the ring."""
         for name, column in zip(self._flat.column_names(), self._ring.columns):
             column[...] = values[f"columns.{name}"]
         self._ring.head, self._ring.count = int(values["head"]), int(values["count"])
+        self._added = int(values["added"])
 
     def __repr__(self) -> str:
         return (f"PyUniformReplayBuffer(capacity={self._capacity}, stored={self._ring.count}, "

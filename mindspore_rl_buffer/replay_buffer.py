@@ -6,7 +6,7 @@ from typing import Any
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import Launch, buffer_method
-from mindspore_rl_buffer._validation import check_bool, check_not_empty, check_ordered, check_size
+from mindspore_rl_buffer._validation import check_bool, check_not_empty, check_ordered, check_seed, check_size
 from mindspore_rl_buffer.core import RingBuffer
 from mindspore_rl_buffer.ops import ring
 
@@ -39,8 +39,9 @@ class ReplayBuffer(RingBuffer):
         ordered (bool): Whether :meth:`sample` returns its items oldest first by default.
             Default: ``False``.
         replace (bool): Whether :meth:`sample` draws with replacement. Default: ``True``.
-        seed (int): Seed of the sampling operator; ``None`` follows ``mindspore.set_seed``.
-            Default: ``None``.
+        seed (int): Seed of the sampling operators, in ``[0, 2**31)``: it alone fixes the
+            buffer's draws (two buffers built with the same seed draw the same indexes; see
+            README "Seeding"). ``None`` follows ``mindspore.set_seed``. Default: ``None``.
         names (list[str]): Column names, used for the Parameters and in errors.
             Default: ``None``, which names them ``column_0``, ``column_1``, ...
 
@@ -86,8 +87,7 @@ class ReplayBuffer(RingBuffer):
         if not replace and sample_size > capacity:
             raise ValueError(f"For '{op}' without replacement, 'sample_size' ({sample_size}) must not "
                              f"exceed 'capacity' ({capacity}).")
-        if seed is not None:
-            check_size(op, "seed", seed, minimum=0)
+        check_seed(op, seed)
         super().__init__(capacity, shapes, types, names=names)
         self._sample_size = sample_size
         self._ordered = ordered
@@ -135,6 +135,7 @@ class ReplayBuffer(RingBuffer):
         # A graph without the indexes among its outputs is compiled without their kernels.
         logical, items = ring.sample(self.columns, self.head, self.count, self._sample_size, ordered,
                                      self._replace, self._seed, check)
+        items = self.decode(items)
         return (logical, items) if with_indices else items
 
     def _settings(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 import mindspore as ms
 from mindspore import Parameter, Tensor, ops
 
+from mindspore_rl_buffer._validation import check_seeds, check_types
 from mindspore_rl_buffer.ops import reservoir
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 
@@ -32,9 +33,13 @@ class ReservoirReplayBuffer(ReplayBuffer):
         capacity (int): Items the reservoir holds.
         sample_size (int): Items per :meth:`sample`.
         shapes (list[tuple[int]]): The shape of one item, per column.
-        types (list[mindspore.dtype]): The dtype per column.
-        seed (int): Seed of the random operators of :meth:`insert` and :meth:`sample`;
-            ``None`` follows ``mindspore.set_seed``. Default: ``None``.
+        types (list[mindspore.dtype]): The dtype per column (``dtypes=`` is accepted too, as
+            MindSpore Reinforcement named it).
+        seed0 (int): MindSpore Reinforcement's first seed: used when ``seed1`` is 0. Default: ``0``.
+        seed1 (int): MindSpore Reinforcement's second seed: the buffer's seed when not 0.
+            Default: ``0``. With both 0 (and no ``seed``) the draws follow ``mindspore.set_seed``.
+        seed (int): Seed of the random operators of :meth:`insert` and :meth:`sample`, in
+            ``[0, 2**31)``; give it or ``seed0``/``seed1``, not both. Default: ``None``.
         names (list[str]): Column names. Default: ``None`` (``column_0``, ...).
 
     Raises:
@@ -66,13 +71,20 @@ class ReservoirReplayBuffer(ReplayBuffer):
         capacity: int,
         sample_size: int,
         shapes: Sequence[Any],
-        types: Sequence[Any],
+        types: Sequence[Any] | None = None,
+        seed0: int = 0,
+        seed1: int = 0,
         *,
         seed: int | None = None,
         names: Sequence[str] | None = None,
+        dtypes: Sequence[Any] | None = None,
     ) -> None:
-        super().__init__(sample_size, capacity, shapes, types, seed=seed, names=names)
+        op = type(self).__name__
+        seed = check_seeds(op, seed, seed0, seed1)
+        super().__init__(sample_size, capacity, shapes, check_types(op, types, dtypes), seed=seed, names=names)
         self.seen = Parameter(Tensor(0, ms.int64), name="seen", requires_grad=False)
+
+    RESERVED_NAMES = ("seen",)
 
     def _write(self, batch):
         """Offer the batch to the reservoir, item by item under algorithm R: while fewer than

@@ -19,7 +19,14 @@ import mindspore as ms
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method
-from mindspore_rl_buffer._validation import check_choice, check_not_empty, check_ordered, check_size, check_transition
+from mindspore_rl_buffer._validation import (
+    check_capacity,
+    check_choice,
+    check_not_empty,
+    check_ordered,
+    check_size,
+    check_transition,
+)
 from mindspore_rl_buffer.checkpoint import Checkpointable, load_checkpoint, save_checkpoint, spec_record
 from mindspore_rl_buffer.ops import sharded as sharded_ops
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
@@ -185,7 +192,7 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         super().__init__()
         op = type(self).__name__
         check_size(op, "sample_size", sample_size)
-        capacity = check_size(op, "capacity", capacity)
+        capacity = check_capacity(op, "capacity", capacity)
         check_choice(op, "sampling", sampling, SAMPLING)
         rank, world_size, group = current_world()
         if capacity < world_size:
@@ -314,6 +321,7 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         total, drawn, values = sharded_ops.sample_global(storage.columns, storage.head, storage.count,
                                                          self._sample_size, self._rank, self._group, ordered,
                                                          self._seed, check)
+        values = storage.decode(values)
         if not check:
             # A direct call: the host checks the total after the launch (see _host_sample).
             return drawn, values, total

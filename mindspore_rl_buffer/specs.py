@@ -14,8 +14,10 @@ import numpy as np
 
 from mindspore_rl_buffer import _errors
 
-# Every dtype a column may have, by name (not bool: ScatterUpdate has no bool kernel).
+# Every dtype a column may have, by name (bfloat16 is known here to be refused by name, see
+# to_dtype). A bool column is stored as uint8: see storage_dtype.
 DTYPES: dict[str, ms.dtype.Type] = {
+    "bool": ms.bool_,
     "int8": ms.int8,
     "int16": ms.int16,
     "int32": ms.int32,
@@ -30,6 +32,13 @@ DTYPES: dict[str, ms.dtype.Type] = {
     "float64": ms.float64,
 }
 _ALIASES = {"bool_": "bool", "float": "float32", "int": "int32", "double": "float64", "half": "float16"}
+
+
+def storage_dtype(dtype: ms.dtype.Type) -> ms.dtype.Type:
+    """The dtype a column of ``dtype`` is stored in on the device: uint8 for bool (MindSpore's
+    ScatterUpdate, which writes the columns, has no bool kernel), ``dtype`` otherwise. The
+    buffers convert at their boundaries, so users put in and get back bool tensors."""
+    return ms.uint8 if dtype == ms.bool_ else dtype
 
 
 def numpy_dtype(dtype: ms.dtype.Type) -> np.dtype:
@@ -79,9 +88,10 @@ def to_dtype(value: Any, where: str) -> ms.dtype.Type:
         if name.startswith(("ms.", "mindspore.", "np.", "numpy.")):
             name = name.split(".", 1)[1]
     name = _ALIASES.get(name, name)
-    if name == "bool":
-        raise ValueError(f"{where} bool is not supported: MindSpore's ScatterUpdate, which writes the "
-                         f"columns, has no bool kernel; store flags as uint8 (or float32).")
+    if name == "bfloat16":
+        raise ValueError(f"{where} bfloat16 is not supported: MindSpore 2.10's CPU ScatterUpdate and "
+                         f"StridedSlice, which write the columns, have no bfloat16 kernel (and numpy has no "
+                         f"bfloat16 for the host side); store float32 (or float16).")
     if name not in DTYPES:
         raise ValueError(f"unknown {where} {value}{_errors.did_you_mean(name, DTYPES)}")
     return DTYPES[name]

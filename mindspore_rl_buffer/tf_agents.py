@@ -1,48 +1,104 @@
-"""What the TF-Agents face shares: ``BufferInfo``, ``as_dataset`` and ``as_mindspore_dataset``.
+"""What the TF-Agents face shares: ``BufferInfo``, item ids, ``as_dataset`` and ``as_mindspore_dataset``.
 
 :class:`TFAgentsAPI` gives :class:`~mindspore_rl_buffer.TrajectoryReplayBuffer` and
 :class:`~mindspore_rl_buffer.PyUniformReplayBuffer` TF-Agents' dataset methods over two
-hooks each implements: ``get_next`` and ``_gather_numpy`` (every stored item as numpy
-``[segments, time, ...]`` leaves, oldest first, with their ids).
+hooks each implements: ``_draw`` (one random draw and its :class:`BufferInfo`) and
+``_gather_numpy`` (every stored item as numpy ``[segments, time, ...]`` leaves, oldest
+first, with their ids).
+
+**Item ids.** Both buffers count what was added since construction or the last ``clear()``,
+as TF-Agents counts its adds (``last_id``): an item's id is ``add * segments + segment``,
+where ``add`` is the index of the ``add_batch`` call (the time step) that wrote it, from 0,
+and ``segments`` is ``batch_size`` (1 for the numpy buffer, whose ``add`` counts items).
+Ids are int64 and unique among everything added since the last ``clear()``, overwritten
+items included, so an id never names two items, as keys of priority updates need;
+``id // segments`` is the item's time step and ``id % segments`` its segment. With one
+segment they are TF-Agents' ids exactly.
 """
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 from mindspore import Tensor
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._validation import check_bool, check_optional_size, check_sample_args
+from mindspore_rl_buffer._validation import (
+    check_bool,
+    check_deterministic_pass,
+    check_optional_size,
+    check_sample_args,
+)
 from mindspore_rl_buffer.nest import FlatSpec
 
 BufferInfo = collections.namedtuple("BufferInfo", ["ids", "probabilities"])
-BufferInfo.__doc__ = """What :meth:`get_next` drew: the items' ids and each pick's sampling probability."""
+BufferInfo.__doc__ = """What a draw took: the items' ids (int64, see :mod:`mindspore_rl_buffer.tf_agents`)
+and each pick's sampling probability (float32)."""
+
+
+def item_ids(first_add: int, steps: int, segments: int) -> np.ndarray:
+    """The ids of ``steps`` consecutive time steps of every segment, from add ``first_add``:
+    int64, shape ``[segments, steps]``.
+
+    Examples:
+        >>> item_ids(5, 3, 2).tolist()   # adds 5, 6, 7 of segments 0 and 1
+        [[10, 12, 14], [11, 13, 15]]
+    """
+    adds = first_add + np.arange(steps, dtype=np.int64)
+    return adds[None, :] * segments + np.arange(segments, dtype=np.int64)[:, None]
+
+
+def add_counter_contract(added: int, head: int, count: int, length: int) -> str | None:
+    """What breaks the add counter's contract with the ring's cursors, or ``None``.
+
+    ``added`` items (time steps) went into a ring of ``length`` rows that holds ``count``
+    of them from ``head``: so ``added >= count`` and ``head == (added - count) % length``.
+    """
+    if added < count or (added - count) % length != head:
+        return f"added={added} must be >= count={count} with (added - count) % {length} == head={head}"
+    return None
 
 
 def deterministic_pass(leaves: list[np.ndarray], ids: np.ndarray, sample_batch_size: int | None,
-                       num_steps: int | None) -> Iterator[tuple[list[np.ndarray], np.ndarray]]:
-    """Every stored item once, in order: segment by segment, oldest first (as TF-Agents).
+                       num_steps: int | None, drop_remainder: bool = False,
+                       window_shift: int | None = None) -> Iterator[tuple[list[np.ndarray], np.ndarray]]:
+    """Every stored item once, in order, as TF-Agents' single deterministic pass.
 
-    ``leaves`` are ``[segments, time, ...]`` in logical order. With ``num_steps`` the time
-    axis is cut into consecutive, non-overlapping windows (a last partial window is
-    dropped); with ``sample_batch_size`` segments are read in groups of that many, the last
-    group possibly smaller, all segments of a group stepping through time together.
+    ``leaves`` are ``[segments, time, ...]`` in logical order (oldest first), ``ids`` is
+    ``[segments, time]``.
+
+    * Without ``sample_batch_size``, segment after segment. With ``num_steps`` each
+      segment's time axis is cut into windows of ``num_steps`` steps starting every
+      ``window_shift`` steps (``None``: every ``num_steps``, so the windows do not
+      overlap); the last windows of a segment may be shorter, and are kept unless
+      ``drop_remainder`` (``max_length=5, num_steps=2`` gives ``[0, 1], [2, 3], [4]``).
+    * With ``sample_batch_size``, segments in groups of that many (a smaller last group is
+      kept unless ``drop_remainder``), every segment of a group stepping through time
+      together: elements ``[group, ...]``, or with ``num_steps`` ``[group, num_steps, ...]``
+      windows cut per group as above, of which short ones are always dropped (as TF-Agents).
+      A window never spans two groups.
     """
     segments, length = ids.shape
-    steps = 1 if num_steps is None else num_steps
-    starts = range(0, length - steps + 1, steps)
-    group = 1 if sample_batch_size is None else sample_batch_size
-    for first in range(0, segments, group):
-        chosen = slice(first, first + group)
-        for start in starts:
-            time = start if num_steps is None else slice(start, start + steps)
-            if sample_batch_size is None:
-                yield [leaf[first, time] for leaf in leaves], ids[first, time]
-            else:
-                yield [leaf[chosen, time] for leaf in leaves], ids[chosen, time]
+    if num_steps is None:
+        times: list[Any] = list(range(length))
+    else:
+        shift = num_steps if window_shift is None else window_shift
+        keep_short = sample_batch_size is None and not drop_remainder
+        times = [slice(start, start + num_steps) for start in range(0, length, shift)
+                 if keep_short or start + num_steps <= length]
+    if sample_batch_size is None:
+        for segment in range(segments):
+            for time in times:
+                yield [leaf[segment, time] for leaf in leaves], ids[segment, time]
+        return
+    for first in range(0, segments, sample_batch_size):
+        if drop_remainder and first + sample_batch_size > segments:
+            return
+        group = slice(first, first + sample_batch_size)
+        for time in times:
+            yield [leaf[group, time] for leaf in leaves], ids[group, time]
 
 
 def _host(x: Any) -> Any:
@@ -50,22 +106,36 @@ def _host(x: Any) -> Any:
 
 
 class TFAgentsAPI:
-    """``as_dataset`` and ``as_mindspore_dataset`` over ``get_next`` and ``_gather_numpy``."""
+    """``as_dataset`` and ``as_mindspore_dataset`` over ``_draw`` and ``_gather_numpy``."""
 
     _flat: FlatSpec
     # What the deterministic pass yields: tensors (device buffers) or numpy arrays (host buffers).
     _YIELDS_TENSORS = True
+    # Whether as_dataset yields the items alone (TF-Agents' numpy buffer) or (items, BufferInfo).
+    _ITEMS_ALONE = False
+    _dataset_drop_remainder = False
+    _dataset_window_shift: int | None = None
 
-    def get_next(self, sample_batch_size=None, num_steps=None, time_stacked=True):
+    def _draw(self, sample_batch_size: int | None, num_steps: int | None) -> tuple[Any, BufferInfo]:
+        """Hook: one random draw (``get_next``'s arguments, time stacked) and its :class:`BufferInfo`."""
         raise NotImplementedError
 
     def _gather_numpy(self) -> tuple[list[np.ndarray], np.ndarray]:
         """Hook: every stored item as numpy leaves ``[segments, time, ...]``, oldest first, and their ids."""
         raise NotImplementedError
 
+    def _pass_limits(self) -> tuple[tuple[str, int], tuple[str, int]]:
+        """Hook: the segments and the time steps a segment holds, named as the constructor names them."""
+        raise NotImplementedError
+
     def as_dataset(self, sample_batch_size: int | None = None, num_steps: int | None = None,
                    num_parallel_calls: int | None = None, single_deterministic_pass: bool = False):
-        """An iterable of ``(items, BufferInfo)`` for training loops.
+        """An iterable over the buffer's items for training loops, as TF-Agents' ``as_dataset``.
+
+        Each element is what :meth:`get_next` returns for the same arguments: ``(items,
+        BufferInfo)`` for :class:`~mindspore_rl_buffer.TrajectoryReplayBuffer`, the items alone
+        for :class:`~mindspore_rl_buffer.PyUniformReplayBuffer`. In the deterministic pass the
+        ``BufferInfo`` holds the ids and an empty tuple of probabilities.
 
         Args:
             sample_batch_size (int): Items per element; ``None`` for single items. Default: ``None``.
@@ -73,54 +143,90 @@ class TFAgentsAPI:
                 Default: ``None``.
             num_parallel_calls (int): Accepted for TF-Agents compatibility; calls are made one
                 at a time. Default: ``None``.
-            single_deterministic_pass (bool): Walk every stored item once in order (segment by
-                segment, oldest first) instead of sampling forever. Default: ``False``.
+            single_deterministic_pass (bool): Walk every stored item once in order instead of
+                sampling forever (see :func:`deterministic_pass`; the buffer's
+                ``dataset_drop_remainder`` and ``dataset_window_shift`` apply). What is stored
+                is read when iteration starts. Default: ``False``.
 
         Returns:
-            An iterable; sampling is endless, the deterministic pass ends after the last item.
+            An iterable; each ``iter()`` starts afresh. Sampling is endless; the
+            deterministic pass ends after the last item.
+
+        Raises:
+            TypeError: If an argument has the wrong type.
+            ValueError: If a size is not positive, or the deterministic pass would drop all
+                data (``sample_batch_size > batch_size`` with ``dataset_drop_remainder``;
+                ``num_steps > max_length`` with ``dataset_drop_remainder`` or a
+                ``sample_batch_size``). Iterating an empty buffer raises ``ValueError``.
         """
-        op = "as_dataset"
+        stream = self._stream("as_dataset", sample_batch_size, num_steps, num_parallel_calls,
+                              single_deterministic_pass)
+        if self._ITEMS_ALONE:
+            return _Iterable(lambda: (items for items, _ in stream()))
+        return _Iterable(stream)
+
+    def _stream(self, op: str, sample_batch_size: int | None, num_steps: int | None,
+                num_parallel_calls: int | None, single_deterministic_pass: bool
+                ) -> Callable[[], Iterator[tuple[Any, BufferInfo]]]:
+        """Check the arguments; return a function that starts the stream of ``(items, BufferInfo)``."""
         check_sample_args(op, sample_batch_size, num_steps)
         check_optional_size(op, "num_parallel_calls", num_parallel_calls)
         check_bool(op, "single_deterministic_pass", single_deterministic_pass)
         if single_deterministic_pass:
-            return _Iterable(self._deterministic_pass, sample_batch_size, num_steps)
-        return _Iterable(self._sampler, sample_batch_size, num_steps)
+            check_deterministic_pass(op, sample_batch_size, num_steps, self._pass_limits(),
+                                     self._dataset_drop_remainder)
+            return lambda: self._deterministic_pass(sample_batch_size, num_steps)
+        return lambda: self._sampler(sample_batch_size, num_steps)
 
-    def _sampler(self, sample_batch_size: int | None, num_steps: int | None) -> Iterator[Any]:
+    def _sampler(self, sample_batch_size: int | None, num_steps: int | None) -> Iterator[tuple[Any, BufferInfo]]:
         while True:
-            yield self.get_next(sample_batch_size, num_steps)
+            yield self._draw(sample_batch_size, num_steps)
 
-    def _deterministic_pass(self, sample_batch_size: int | None, num_steps: int | None) -> Iterator[Any]:
+    def _deterministic_pass(self, sample_batch_size: int | None,
+                            num_steps: int | None) -> Iterator[tuple[Any, BufferInfo]]:
         leaves, ids = self._gather_numpy()
         if ids.shape[1] == 0:
             raise _errors.empty_error("as_dataset")
         wrap = (lambda arrays: [Tensor(np.array(a, copy=True)) for a in arrays]) if self._YIELDS_TENSORS \
             else (lambda arrays: arrays)
-        for chunk, chunk_ids in deterministic_pass(leaves, ids, sample_batch_size, num_steps):
+        for chunk, chunk_ids in deterministic_pass(leaves, ids, sample_batch_size, num_steps,
+                                                   self._dataset_drop_remainder, self._dataset_window_shift):
             yield self._flat.unflatten(wrap(chunk)), BufferInfo(wrap([chunk_ids])[0], ())
 
     def as_mindspore_dataset(self, sample_batch_size: int | None = None, num_steps: int | None = None,
                              single_deterministic_pass: bool = False, num_samples: int | None = None):
-        """The same stream as :meth:`as_dataset`, as a ``mindspore.dataset.GeneratorDataset``.
+        """The stream of :meth:`as_dataset`, as a ``mindspore.dataset.GeneratorDataset``.
 
         Columns: one per leaf of the data spec (named as the buffer's columns), then ``ids``
-        and, when sampling, ``probabilities``. The pipeline reads in a thread of its own; the
-        buffer serialises its direct calls with a lock, and MindSpore's prefetch means a
-        sampled batch may be a few batches older than the newest ``add_batch``.
+        and, when sampling, ``probabilities``, for both buffers (the numpy buffer's
+        ``as_dataset`` yields the items alone; its dataset has these columns too). The
+        pipeline reads in a thread of its own; the buffer serialises its direct calls with a
+        lock, and MindSpore's prefetch means a sampled batch may be a few batches older than
+        the newest ``add_batch``.
 
         Args:
+            sample_batch_size (int): As in :meth:`as_dataset`. Default: ``None``.
+            num_steps (int): As in :meth:`as_dataset`. Default: ``None``.
+            single_deterministic_pass (bool): As in :meth:`as_dataset`. Default: ``False``.
             num_samples (int): Stop after this many elements; ``None`` samples without end.
                 Default: ``None``.
+
+        Returns:
+            ``mindspore.dataset.GeneratorDataset``.
+
+        Raises:
+            TypeError: If an argument has the wrong type.
+            ValueError: As :meth:`as_dataset`.
         """
         import mindspore.dataset as ds
 
-        check_optional_size("as_mindspore_dataset", "num_samples", num_samples)
-        dataset = self.as_dataset(sample_batch_size, num_steps, None, single_deterministic_pass)
+        op = "as_mindspore_dataset"
+        check_optional_size(op, "num_samples", num_samples)
+        stream = self._stream(op, sample_batch_size, num_steps, None, single_deterministic_pass)
         names = [*self._flat.column_names(), "ids"] + ([] if single_deterministic_pass else ["probabilities"])
 
         def rows():
-            for n, (items, info) in enumerate(dataset):
+            for n, (items, info) in enumerate(stream()):
                 if num_samples is not None and n >= num_samples:
                     return
                 leaves = [np.asarray(_host(x)) for x in self._flat.leaves(items)]
@@ -134,10 +240,10 @@ class TFAgentsAPI:
 
 
 class _Iterable:
-    """Each ``iter()`` starts the generator afresh, like a ``tf.data.Dataset``."""
+    """Each ``iter()`` starts the stream afresh, like a ``tf.data.Dataset``."""
 
-    def __init__(self, generate: Any, sample_batch_size: int | None, num_steps: int | None) -> None:
-        self._generate, self._sample_batch_size, self._num_steps = generate, sample_batch_size, num_steps
+    def __init__(self, start: Callable[[], Iterator[Any]]) -> None:
+        self._start = start
 
     def __iter__(self) -> Iterator[Any]:
-        return self._generate(self._sample_batch_size, self._num_steps)
+        return self._start()

@@ -2,7 +2,9 @@
 
 It holds a ring buffer, ``storage``, whose item is one time step of every segment (column
 ``c`` of shape ``(max_length, batch_size, *spec_c.shape)``), with ``head``/``count`` cursors
-over time, and reads it through the operators of :mod:`mindspore_rl_buffer.ops`.
+over time, and reads it through the operators of :mod:`mindspore_rl_buffer.ops`; an int64
+Parameter, ``added``, counts the time steps added (TF-Agents' ``last_id + 1``) and gives
+the items their ids (see :mod:`mindspore_rl_buffer.tf_agents`).
 """
 from __future__ import annotations
 
@@ -11,17 +13,24 @@ from typing import Any
 import mindspore as ms
 import numpy as np
 import optree
-from mindspore import Tensor, ops
+from mindspore import Parameter, Tensor, ops
 
 from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, discard
-from mindspore_rl_buffer._validation import check_leaves_graph, check_sample_args, check_size, check_stored
+from mindspore_rl_buffer._validation import (
+    check_bool,
+    check_capacity,
+    check_leaves_graph,
+    check_optional_size,
+    check_sample_args,
+    check_size,
+    check_stored,
+)
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
-from mindspore_rl_buffer.host_ring import logical_rows
 from mindspore_rl_buffer.nest import FlatSpec, leaf_at, rebuild
 from mindspore_rl_buffer.ops import ring
-from mindspore_rl_buffer.ops._common import ZERO
+from mindspore_rl_buffer.ops._common import STREAM_SEGMENTS, uniform_int
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
-from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI
+from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI, add_counter_contract, item_ids
 
 
 def _host_add_batch(self: TrajectoryReplayBuffer, items: Any) -> Launch:
@@ -55,11 +64,10 @@ def _host_gather_all(self: TrajectoryReplayBuffer) -> Launch:
 
 def _host_gathered(self: TrajectoryReplayBuffer) -> Launch:
     def to_numpy(outputs: Any) -> tuple[list[np.ndarray], np.ndarray]:
-        leaves, head, count = outputs
+        leaves, count, added = outputs
         stored = int(count)
-        rows = logical_rows(int(head), np.arange(stored), self._max_length)
-        ids = rows[None, :] * self._batch_size + np.arange(self._batch_size)[:, None]
-        return [x.asnumpy()[:, :stored] for x in leaves], ids.astype(np.int32)
+        ids = item_ids(int(added) - stored, stored, self._batch_size)
+        return [x.asnumpy()[:, :stored] for x in leaves], ids
 
     return Launch(finish=to_numpy)
 
@@ -72,19 +80,27 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
     ``c`` of shape ``(max_length, batch_size, *spec_c.shape)`` with ``head``/``count``
     cursors over time, the same core and operators as :class:`ReplayBuffer`.
 
-    Item ids (``BufferInfo.ids``) are physical slots, ``row * batch_size + segment``: stable
-    while the item stays stored.
+    Item ids (``BufferInfo.ids``, int64) are ``add * batch_size + segment``, where ``add``
+    counts the ``add_batch`` calls since construction or the last :meth:`clear` (the
+    ``added`` Parameter): unique among all items added since, overwritten ones included.
 
     Args:
         data_spec: A :class:`TensorSpec` or any nest of them (tuple, list, dict, namedtuple).
         batch_size (int): Parallel segments; every leaf added has this outer dimension.
-        max_length (int): Time steps per segment.
+        max_length (int): Time steps per segment. Default: ``1000``.
         seed (int): Seed of the sampling operators; ``None`` follows ``mindspore.set_seed``.
             Default: ``None``.
+        dataset_drop_remainder (bool): In :meth:`as_dataset`'s deterministic pass, drop a
+            window shorter than ``num_steps`` and a group of segments smaller than
+            ``sample_batch_size`` instead of yielding it. Default: ``False``.
+        dataset_window_shift (int): In the deterministic pass, start a window every this many
+            steps (1 gives overlapping windows ``[0, 1], [1, 2], ...``); ``None`` for
+            ``num_steps``, consecutive windows that do not overlap. Default: ``None``.
 
     Raises:
-        TypeError: If a leaf of ``data_spec`` is not a TensorSpec or a size is not an int.
-        ValueError: If a size is not positive.
+        TypeError: If a leaf of ``data_spec`` is not a TensorSpec, a size (or
+            ``dataset_window_shift``) is not an int, or ``dataset_drop_remainder`` is not a bool.
+        ValueError: If a size (or ``dataset_window_shift``) is not positive.
 
     Supported Platforms:
         ``GPU`` ``CPU``
@@ -102,15 +118,22 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         ((5, 2, 3), (5, 2), (5, 2), (5,))
         >>> rb.gather_all()[1]['reward'].shape
         (2, 4)
+        >>> [info.ids.asnumpy().tolist() for _, info in rb.as_dataset(num_steps=3, single_deterministic_pass=True)]
+        [[0, 2, 4], [6], [1, 3, 5], [7]]
     """
 
     BINDING_SETTINGS = ("batch_size", "max_length")
 
-    def __init__(self, data_spec: Any, batch_size: int, max_length: int, *, seed: int | None = None) -> None:
+    def __init__(self, data_spec: Any, batch_size: int, max_length: int = 1000, *, seed: int | None = None,
+                 dataset_drop_remainder: bool = False, dataset_window_shift: int | None = None) -> None:
         super().__init__()
         op = type(self).__name__
         self._batch_size = check_size(op, "batch_size", batch_size)
         self._max_length = check_size(op, "max_length", max_length)
+        # num_frames (count * batch_size) is int32 arithmetic: keep it exact.
+        check_capacity(op, "batch_size * max_length", self._batch_size * self._max_length)
+        self._dataset_drop_remainder = check_bool(op, "dataset_drop_remainder", dataset_drop_remainder)
+        self._dataset_window_shift = check_optional_size(op, "dataset_window_shift", dataset_window_shift)
         self._flat = FlatSpec.of(data_spec)
         self._data_spec = data_spec
         self._paths = self._flat.paths
@@ -119,10 +142,10 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         self._leaf_shapes = self._flat.shapes((self._batch_size,))
         self._leaf_dtypes = self._flat.dtypes()
         self._seed = seed
-        self._segment_seed = None if seed is None else seed + 1
         self._segments = Tensor(self._batch_size, ms.int32)
         self.storage = ReplayBuffer(1, self._max_length, list(self._leaf_shapes), list(self._leaf_dtypes),
                                     names=self._flat.column_names(), seed=seed)
+        self.added = Parameter(Tensor(0, ms.int64), name="added", requires_grad=False)
 
     @property
     def data_spec(self) -> Any:
@@ -136,10 +159,12 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
 
     @property
     def batch_size(self) -> int:
+        """Parallel segments."""
         return self._batch_size
 
     @property
     def max_length(self) -> int:
+        """Time steps per segment."""
         return self._max_length
 
     def num_frames(self):
@@ -167,6 +192,7 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         check_leaves_graph("add_batch", self._descriptions, self._leaf_shapes, self._leaf_dtypes,
                            [x.shape for x in leaves], [x.dtype for x in leaves])
         _ = self.storage.insert(leaves)
+        ops.assign(self.added, self.added + 1)
         return self.storage.count
 
     # ------------------------------------------------------------------------- get_next
@@ -187,8 +213,9 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
                 ``num_steps`` items. Default: ``True``.
 
         Returns:
-            ``(items, BufferInfo(ids, probabilities))``; ``ids`` has the leading shape of the
-            items, ``probabilities`` (float32) one entry per pick.
+            ``(items, BufferInfo(ids, probabilities))``; ``ids`` (int64, see the class) has the
+            leading shape of the items, ``probabilities`` (float32) one entry per pick:
+            ``1 / (batch_size * (stored - num_steps + 1))``.
 
         Raises:
             ValueError: If the buffer is empty or ``num_steps`` exceeds the steps stored
@@ -198,12 +225,14 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         picks = 1 if sample_batch_size is None else sample_batch_size
         steps = 1 if num_steps is None else num_steps
         storage = self.storage
-        rows, _ = ring.sample_windows(storage.head, storage.count, picks, steps, self._max_length, self._seed, check)
-        segments = ops.uniform((picks, 1), ZERO, self._segments, seed=self._segment_seed, dtype=ms.int32)
+        rows, logical = ring.sample_windows(storage.head, storage.count, picks, steps, self._max_length, self._seed,
+                                            check)
+        segments = uniform_int((picks, 1), self._segments, self._seed, STREAM_SEGMENTS)
         segments = ops.broadcast_to(segments, (picks, steps))
         index = ops.stack((rows, segments), -1)
-        leaves = [ops.gather_nd(column, index) for column in storage.columns]
-        ids = rows * self._batch_size + segments
+        leaves = list(storage.decode([ops.gather_nd(column, index) for column in storage.columns]))
+        first_add = self.added - ops.cast(storage.count, ms.int64)
+        ids = (first_add + ops.cast(logical, ms.int64)) * self._batch_size + ops.cast(segments, ms.int64)
         valid = ((storage.count - steps + 1) * self._batch_size).astype(ms.float32)
         probabilities = ops.ones((picks,), ms.float32) / valid
         if num_steps is None:
@@ -232,20 +261,28 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         return rebuild(self._template, self._ordered_leaves())
 
     def _ordered_leaves(self):
-        return [ops.swapaxes(x, 0, 1) for x in ring.gather_ordered(self.storage.columns, self.storage.head)]
+        columns = self.storage.decode(ring.gather_ordered(self.storage.columns, self.storage.head))
+        return [ops.swapaxes(x, 0, 1) for x in columns]
 
     @buffer_method(_host_gathered)
     def _gathered(self, *, check=True):
-        """Every row in logical order with the cursors read in the same launch."""
-        return self._ordered_leaves(), self.storage.head + 0, self.storage.count + 0
+        """Every row in logical order with ``count`` and ``added`` read in the same launch."""
+        return self._ordered_leaves(), self.storage.count + 0, self.added + 0
 
     def _gather_numpy(self) -> tuple[list[np.ndarray], np.ndarray]:
         return self._gathered()
 
+    def _draw(self, sample_batch_size: int | None, num_steps: int | None) -> tuple[Any, BufferInfo]:
+        return self.get_next(sample_batch_size, num_steps)
+
+    def _pass_limits(self) -> tuple[tuple[str, int], tuple[str, int]]:
+        return ("batch_size", self._batch_size), ("max_length", self._max_length)
+
     # --------------------------------------------------------------------------- clear
     @buffer_method(returns_self=True)
     def clear(self, *, check=True):
-        """Empty the buffer (cursors back to 0; nothing is re-allocated).
+        """Empty the buffer: cursors and the add counter back to 0, so ids start again from 0
+        (as TF-Agents' ``clear`` resets its ``last_id``); nothing is re-allocated.
 
         A bare ``self.buffer.clear()`` statement works inside a ``construct``: although
         ``clear`` is on the list of names MindSpore's parser treats as list methods, MindSpore
@@ -253,12 +290,31 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         rebind the buffer as it does for ``insert(...)``, the buffer raises the same error
         naming the fix.
         """
-        return self.storage.reset()
+        count = self.storage.reset()
+        ops.assign(self.added, ops.zeros_like(self.added))
+        return count
 
     # ------------------------------------------------------------------------- records
     def checkpoint_record(self) -> dict[str, Any]:
         """See :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`."""
         specs = [spec.__class__(spec.shape, spec.dtype, name)
                  for spec, name in zip(self._flat.specs, self._flat.column_names())]
+        settings = {"batch_size": self._batch_size, "max_length": self._max_length, "seed": self._seed,
+                    "dataset_drop_remainder": self._dataset_drop_remainder,
+                    "dataset_window_shift": self._dataset_window_shift}
         return {"type": type(self).__name__, "capacity": self.capacity, "specs": spec_record(tuple(specs)),
-                "settings": {"batch_size": self._batch_size, "max_length": self._max_length, "seed": self._seed}}
+                "settings": settings}
+
+    def checkpoint_cursors(self, read: Any) -> list[str]:
+        """The add counter against the storage's cursors (the storage checks its own contract)."""
+        problem = add_counter_contract(int(read(self.added)), int(read(self.storage.head)),
+                                       int(read(self.storage.count)), self._max_length)
+        return [problem] if problem else []
+
+    def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
+        """Files written before the add counter existed: ``added = head + count``, the smallest
+        count of adds that leaves the cursors where the file has them."""
+        head, count = read(self.storage.head), read(self.storage.count)
+        if head is None or count is None:
+            return {}
+        return {self.added: np.array(int(head) + int(count), np.int64)}

@@ -20,8 +20,15 @@ import numpy as np
 from mindspore import Tensor
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._validation import check_batch, check_size
+from mindspore_rl_buffer._validation import check_batch, check_size, native
 from mindspore_rl_buffer.specs import DTYPES, numpy_dtype
+
+
+class DroppedTransitionsWarning(UserWarning):
+    """A :class:`BufferWriter` was dropped with transitions staged and never flushed: they are lost.
+
+    A ``UserWarning``, so Python shows it by default (a ``ResourceWarning`` is hidden).
+    """
 
 
 class BufferWriter:
@@ -82,6 +89,8 @@ class BufferWriter:
             raise _errors.type_error(op, "transition", "a list or tuple of arrays, one per column", transition)
         arrays = [self._host_array(i, value) for i, value in enumerate(transition)]
         n, single = self._check(arrays)
+        if n:
+            self._check_order(arrays, single)
         if single:
             index = self._pending
             for stage, array in zip(self._staging, arrays):
@@ -126,17 +135,24 @@ class BufferWriter:
         self.flush()
 
     def __del__(self) -> None:
+        # Flushing here is not safe (the interpreter may be shutting down, another thread may
+        # hold the buffer): say loudly what is lost instead.
         if getattr(self, "_pending", 0):
-            warnings.warn(f"BufferWriter dropped {self._pending} staged transitions that were never flushed; "
-                          "call flush() or use the writer in a with block.", ResourceWarning, stacklevel=2)
+            warnings.warn(f"BufferWriter dropped {self._pending} staged transitions that were never flushed: "
+                          "they are not in the buffer. Call flush() or use the writer in a with block.",
+                          DroppedTransitionsWarning, stacklevel=2)
 
     def __repr__(self) -> str:
         return f"BufferWriter(batch_size={self._batch_size}, pending={self._pending})"
 
     # ------------------------------------------------------------------------- checks
+    def _check_order(self, arrays: list[np.ndarray], single: bool) -> None:
+        """Hook: refuse valid transitions that may not follow what is staged (nothing is staged
+        yet when it raises). The base writer accepts any order."""
+
     def _host_array(self, i: int, value: Any) -> np.ndarray:
         if isinstance(value, (np.ndarray, np.generic)):
-            return np.asarray(value)
+            return native(np.asarray(value))
         if isinstance(value, Tensor):
             return value.asnumpy()
         raise _errors.not_an_array_error("insert", self._names, i, value)

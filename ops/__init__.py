@@ -18,6 +18,8 @@ A ring buffer's state is a sequence of ``columns`` (column ``c`` has shape
 * The next item is written at ``(head + count) % capacity``; once full, that is ``head``,
   the oldest row, which is overwritten (FIFO) and ``head`` moves forward.
 * ``full == (count == capacity)``; the empty state is ``head == count == 0``.
+* ``capacity <= MAX_CAPACITY`` (2**30): then every int32 intermediate of the cursor
+  arithmetic stays below 2**31, so it is exact (the buffers refuse larger capacities).
 
 Operators that write (``insert``) scatter into the column ``Parameter`` objects in place,
 because a functional scatter would copy every column on every call; they return the new
@@ -31,11 +33,20 @@ ring; reservoir sampling (``ops.reservoir``) fills the slots ``[0, count)`` with
 fixed at 0. Both cite this contract; their ``sample`` and ``insert`` are exported here as
 ``priority_sample`` and ``reservoir_insert``. Repeated indexes in one write are resolved by
 ``ops.dedupe`` (the last occurrence wins), never left to the scatter's order.
+A transition buffer (``ops.transition``) keeps a ring of time rows for several
+environments at once, and reads episodes out of it: its module docstring extends the
+contract with the episode structure, the validity rule of a start, frame stacks and n-step
+returns.
 """
-from mindspore_rl_buffer.ops import dedupe, priority, reservoir
+from mindspore_rl_buffer.ops import dedupe, priority, reservoir, transition
+from mindspore_rl_buffer.ops._common import MAX_CAPACITY
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 from mindspore_rl_buffer.ops.priority import (
+    LEAF_CEILING,
+    LEAF_FLOOR,
+    PRIORITY_CEILING,
     PRIORITY_FLOOR,
+    clamp_priorities,
     empty_trees,
     find_prefix,
     find_slots,
@@ -70,23 +81,41 @@ from mindspore_rl_buffer.ops.sharded import (
     sample_global,
     share_from_root,
 )
+from mindspore_rl_buffer.ops.transition import (
+    count_starts,
+    final_rows,
+    gather_frames,
+    insert_steps,
+    sample_starts,
+    select_starts,
+    transition_windows,
+)
 
 __all__ = [
+    "LEAF_CEILING",
+    "LEAF_FLOOR",
+    "MAX_CAPACITY",
+    "PRIORITY_CEILING",
     "PRIORITY_FLOOR",
+    "clamp_priorities",
     "combine_rows",
+    "count_starts",
     "dedupe",
     "draw_global",
     "draw_slots",
     "empty_trees",
+    "final_rows",
     "find_prefix",
     "find_slots",
     "gather_counts",
+    "gather_frames",
     "gather_ordered",
     "gather_owned",
     "get_item",
     "insert",
     "insert_priorities",
     "insert_rows",
+    "insert_steps",
     "last_occurrence",
     "leaf_values",
     "locate",
@@ -100,9 +129,13 @@ __all__ = [
     "sample",
     "sample_global",
     "sample_indices",
+    "sample_starts",
     "sample_windows",
+    "select_starts",
     "set_leaves",
     "share_from_root",
+    "transition",
+    "transition_windows",
     "tree_size",
     "tree_writes",
     "update_priorities",

@@ -16,8 +16,10 @@ its leaves. Node 0 is unused.
 * Min tree: the same leaves, ``+inf`` for slots not stored; an inner node holds the
   minimum of its children.
 
-Priorities are clamped below at ``PRIORITY_FLOOR`` (and leaves at the smallest normal
-float32), so every stored leaf is positive and every importance weight finite.
+Priorities are clamped to ``[PRIORITY_FLOOR, PRIORITY_CEILING]`` (1e-8 and 2**126; NaN to the
+floor, +inf to the ceiling) and leaves to ``[LEAF_FLOOR, LEAF_CEILING]`` (the smallest normal float32 and
+2**96), so every stored leaf is positive and finite, no node of the sum tree can overflow,
+and ``max_priority`` stays finite; every importance weight is finite.
 
 Updating ``n`` leaves computes their new values and their ancestors' level by level (a
 static loop of ``log2(P)`` steps of gathers and a binary search over the batch), then
@@ -29,12 +31,18 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops._common import ASSERT, arange, guarded
+from mindspore_rl_buffer.ops._common import ASSERT, STREAM_STRATA, arange, guarded, uniform_real
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 
 # Priorities below this (and NaN, inside a graph) count as this.
 PRIORITY_FLOOR = 1e-8
-_LEAF_FLOOR = float(np.finfo(np.float32).tiny)
+# Priorities above this (+inf, inside a graph) count as this: 2**126, a quarter of float32's
+# range (a graph constant of 2**127 or more was measured to become inf in MindSpore 2.10).
+PRIORITY_CEILING = float(2.0**126)
+# Leaves (priority ** alpha) are clamped to [LEAF_FLOOR, LEAF_CEILING]. With at most
+# 2**30 leaves (MAX_CAPACITY), the root stays below 2**126: no sum overflows float32.
+LEAF_FLOOR = float(np.finfo(np.float32).tiny)
+LEAF_CEILING = float(2.0**96)
 _INF = float("inf")
 
 
@@ -59,15 +67,23 @@ def empty_trees(capacity: int) -> tuple[Tensor, Tensor]:
     return Tensor(np.zeros(size, np.float32)), Tensor(np.full(size, np.inf, np.float32))
 
 
-def leaf_values(priorities, alpha):
-    """``max(priority, PRIORITY_FLOOR) ** alpha``, at least the smallest normal float32.
-
-    NaN and negative priorities count as ``PRIORITY_FLOOR``.
-    """
+def clamp_priorities(priorities):
+    """Priorities as float32 in ``[PRIORITY_FLOOR, PRIORITY_CEILING]``: NaN and negatives count
+    as the floor, ``+inf`` (and what overflows float32) as the ceiling."""
     priorities = priorities.astype(ms.float32)
-    clamped = ops.where(priorities >= PRIORITY_FLOOR, priorities, PRIORITY_FLOOR)
-    values = ops.pow(clamped, alpha)
-    return ops.where(values >= _LEAF_FLOOR, values, _LEAF_FLOOR)
+    priorities = ops.where(priorities >= PRIORITY_FLOOR, priorities, PRIORITY_FLOOR)
+    return ops.minimum(priorities, PRIORITY_CEILING)
+
+
+def leaf_values(priorities, alpha):
+    """``clamp_priorities(priority) ** alpha``, clamped to ``[LEAF_FLOOR, LEAF_CEILING]``.
+
+    NaN and negative priorities count as ``PRIORITY_FLOOR``; a power that overflows float32
+    counts as ``LEAF_CEILING``.
+    """
+    values = ops.pow(clamp_priorities(priorities), alpha)
+    values = ops.where(values >= LEAF_FLOOR, values, LEAF_FLOOR)
+    return ops.minimum(values, LEAF_CEILING)
 
 
 def tree_writes(sum_tree, min_tree, slots, values, capacity):
@@ -223,7 +239,7 @@ def sample(sum_tree, min_tree, count, sample_size, beta, capacity, seed=None, ch
         [0, 2, 2, 2]
     """
     total = sum_tree[1]
-    uniform = ops.rand((sample_size,), dtype=ms.float32, seed=seed)
+    uniform = uniform_real((sample_size,), seed, STREAM_STRATA)
     targets = (arange(sample_size).astype(ms.float32) + uniform) * (total / sample_size)
     slots = find_slots(sum_tree, targets, count, capacity)
     leaves = ops.gather(sum_tree, slots + tree_size(capacity), 0)
@@ -283,8 +299,10 @@ def update_priorities(sum_tree, min_tree, max_priority, count, slots, priorities
         min_tree (Parameter): float32, ``(2P,)``.
         max_priority (Tensor): float32 scalar, the largest priority stored so far.
         count (Tensor): int32 scalar, items stored.
-        slots (Tensor): int32, ``(n,)``, physical slots in ``[0, count)``.
-        priorities (Tensor): float, ``(n,)``; clamped below at ``PRIORITY_FLOOR`` (NaN too).
+        slots (Tensor): Integer (any int dtype), ``(n,)``, physical slots in ``[0, count)``;
+            the guard judges them as given, in int64, before any narrowing cast.
+        priorities (Tensor): float, ``(n,)``; clamped to ``[PRIORITY_FLOOR, PRIORITY_CEILING]``
+            (NaN to the floor, +inf to the ceiling).
         alpha (float): Priority exponent.
         capacity (int): Slots of the ring.
         check (bool): Guard the slot range inside the graph. Default: ``True``.
@@ -309,11 +327,12 @@ def update_priorities(sum_tree, min_tree, max_priority, count, slots, priorities
         >>> sum_tree.asnumpy()[tree_size(4):].tolist(), float(top)
         ([0.0, 0.5, 0.0, 2.0], 2.0)
     """
+    wide = slots.astype(ms.int64)  # judged as given: a uint64 above 2**63 turns negative and fails
+    slots = (wide % capacity).astype(ms.int32)  # a valid slot always; the guard refuses the others
     if check:
         # Every write below depends on the assertion, so a failed check writes nothing.
-        slots = ops.depend(slots, ASSERT(ops.logical_and(slots >= 0, slots < count).all(), [slots, count]))
-    clamped = priorities.astype(ms.float32)
-    clamped = ops.where(clamped >= PRIORITY_FLOOR, clamped, PRIORITY_FLOOR)
-    clamped = winning_values(slots, clamped)
+        ok = ops.logical_and(wide >= 0, wide < count.astype(ms.int64)).all()
+        slots = ops.depend(slots, ASSERT(ok, [wide, count]))
+    clamped = winning_values(slots, clamp_priorities(priorities))
     set_leaves(sum_tree, min_tree, slots, leaf_values(clamped, alpha), capacity)
     return ops.maximum(max_priority, clamped.max())

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops._common import ZERO, arange, capacity_of
+from mindspore_rl_buffer.ops._common import STREAM_ACCEPT, STREAM_SLOTS, arange, capacity_of, uniform_int, uniform_real
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 
 
@@ -48,10 +48,10 @@ def draw_slots(seen, batch_size, capacity, seed=None):
     """
     stream = seen + 1 + arange(batch_size).astype(ms.int64)  # k, 1-based
     filling = stream <= capacity
-    uniform = ops.rand((batch_size,), dtype=ms.float32, seed=seed)
+    uniform = uniform_real((batch_size,), seed, STREAM_ACCEPT)
     # float32 holds k to 1 part in 2**24; the acceptance probability is that accurate.
     accepted = ops.logical_or(filling, uniform * stream.astype(ms.float32) < capacity)
-    drawn = ops.uniform((batch_size,), ZERO, Tensor(capacity, ms.int32), seed=seed, dtype=ms.int32)
+    drawn = uniform_int((batch_size,), Tensor(capacity, ms.int32), seed, STREAM_SLOTS)
     slots = ops.where(filling, (stream - 1).astype(ms.int32), drawn)
     return slots, accepted
 

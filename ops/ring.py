@@ -15,7 +15,15 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import ops
-from mindspore_rl_buffer.ops._common import ZERO, arange, capacity_of, guarded
+from mindspore_rl_buffer.ops._common import (
+    STREAM_KEYS,
+    STREAM_WINDOWS,
+    arange,
+    capacity_of,
+    guarded,
+    uniform_int,
+    uniform_real,
+)
 
 
 def logical_to_physical(head, logical, capacity):
@@ -42,6 +50,8 @@ def insert_rows(head, count, batch_size, capacity):
 
     Items are appended in order at ``(head + count + j) % capacity``; of a batch larger than
     ``capacity`` only the newest ``capacity`` items survive, so only their rows are returned.
+    Exact for every ``capacity <= MAX_CAPACITY`` (2**30) and any batch size: every int32
+    intermediate stays below 2**31 (the batch size, a Python int, is reduced first).
 
     Args:
         head (Tensor): int32 scalar.
@@ -62,9 +72,12 @@ def insert_rows(head, count, batch_size, capacity):
         ([4, 0, 1], 2, 5)
     """
     kept = min(batch_size, capacity)
-    first = head + count + (batch_size - kept)
+    end = (head + count) % capacity  # the write position; head + count <= 2 * capacity - 1
+    first = (end + (batch_size - kept) % capacity) % capacity
     rows = (first + arange(kept)) % capacity
-    total = count + batch_size
+    if batch_size >= capacity:  # full afterwards; the newest item ends just before the new head
+        return rows, (end + batch_size % capacity) % capacity, ops.zeros_like(count) + capacity
+    total = count + batch_size  # < 2 * capacity
     new_count = ops.minimum(total, capacity)
     new_head = (head + (total - new_count)) % capacity
     return rows, new_head, new_count
@@ -122,7 +135,9 @@ def get_item(columns, head, count, index, check=True):
         columns (Union[tuple[Tensor], list[Tensor]]): The columns.
         head (Tensor): int32 scalar.
         count (Tensor): int32 scalar.
-        index (Tensor): int32 scalar or 1-D tensor of logical indexes in ``[-count, count)``.
+        index (Tensor): Integer scalar or 1-D tensor (any int dtype) of logical indexes in
+            ``[-count, count)``; the guard judges the values as given, in int64, before any
+            narrowing cast (an int64 ``2**32 + 1`` is out of range, not index 1).
         check (bool): Guard the range inside the graph. Default: ``True``.
 
     Returns:
@@ -134,11 +149,15 @@ def get_item(columns, head, count, index, check=True):
             cannot run again afterwards.
     """
     capacity = capacity_of(columns)
-    logical = ops.where(index < 0, index + count, index)
-    rows = logical_to_physical(head, logical, capacity)  # in [0, capacity) whatever the index
+    # int64 holds every int dtype's values exactly, but uint64's above 2**63, which become
+    # negative and so fail the guard as they should.
+    wide = index.astype(ms.int64)
+    total = count.astype(ms.int64)
+    logical = ops.where(wide < 0, wide + total, wide)
+    rows = logical_to_physical(head, (logical % capacity).astype(ms.int32), capacity)  # a valid row always
     items = tuple(ops.gather(column, rows, 0) for column in columns)
     if check:
-        ok = ops.logical_and(logical >= 0, logical < count).all()
+        ok = ops.logical_and(logical >= 0, logical < total).all()
         items = guarded(items, ok, [index, count])
     return items
 
@@ -175,9 +194,9 @@ def sample_indices(head, count, sample_size, capacity, ordered=False, replace=Tr
     """
     bound = ops.maximum(count, 1) if check else count  # a valid bound even when the guard fails
     if replace:
-        drawn = ops.uniform((sample_size,), ZERO, bound, seed=seed, dtype=ms.int32)
+        drawn = uniform_int((sample_size,), bound, seed)
     else:
-        keys = ops.rand((capacity,), dtype=ms.float32, seed=seed)
+        keys = uniform_real((capacity,), seed, STREAM_KEYS)
         keys = ops.where(arange(capacity) < count, keys, -1.0)
         drawn = ops.topk(keys, sample_size, sorted=False)[1].astype(ms.int32)
     if ordered:
@@ -248,7 +267,7 @@ def sample_windows(head, count, sample_size, num_steps, capacity, seed=None, che
     """
     valid = count - num_steps + 1
     bound = ops.maximum(valid, 1) if check else valid
-    starts = ops.uniform((sample_size, 1), ZERO, bound, seed=seed, dtype=ms.int32)
+    starts = uniform_int((sample_size, 1), bound, seed, STREAM_WINDOWS)
     logical = starts + arange(num_steps)
     rows = logical_to_physical(head, logical, capacity)
     if check:

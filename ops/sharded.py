@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops._common import ZERO, arange, capacity_of, guarded
+from mindspore_rl_buffer.ops._common import STREAM_GLOBAL, arange, capacity_of, guarded, uniform_int
 from mindspore_rl_buffer.ops.ring import logical_to_physical
 
 # How each column dtype travels, in 32-bit words, exactly. MindSpore 2.10's CPU AllGather
@@ -173,7 +173,7 @@ def draw_global(counts, sample_size, ordered=False, seed=None):
         scalar). When the total is 0 the draws are all 0, meaningless: check the total.
     """
     total = counts.sum().astype(ms.int32)
-    drawn = ops.uniform((sample_size,), ZERO, ops.maximum(total, 1), seed=seed, dtype=ms.int32)
+    drawn = uniform_int((sample_size,), ops.maximum(total, 1), seed, STREAM_GLOBAL)
     if ordered:
         drawn = ops.sort(drawn)[0]
     return drawn, total

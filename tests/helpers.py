@@ -8,11 +8,14 @@ rather than against the vectorised arithmetic of ``ops``.
 from __future__ import annotations
 
 import collections
+import functools
+import threading
 
 import mindspore as ms
 import numpy as np
 import optree
-from mindspore import Tensor, nn
+import pytest
+from mindspore import Parameter, ParameterTuple, Tensor, nn
 
 from mindspore_rl_buffer import ReplayBuffer, TensorSpec
 
@@ -80,13 +83,18 @@ class PriorityModel(RingModel):
     """The ring plus one float64 priority per physical slot, from the paper's definitions.
 
     New items get the largest priority stored so far (1 at first); priorities are clamped
-    below at ``floor``; of repeated indexes in one update the last wins; sampling
-    probabilities are ``p ** alpha / sum(p ** alpha)`` over the stored slots ``[0, count)``.
+    to ``[floor, 2**126]`` (NaN to the floor, +inf to the ceiling) and leaves
+    ``p ** alpha`` to ``[smallest normal float32, 2**96]``, as the buffer documents; of
+    repeated indexes in one update the last wins; sampling probabilities are
+    ``leaf / sum(leaves)`` over the stored slots ``[0, count)``.
     """
+
+    LEAF_RANGE = (float(np.finfo(np.float32).tiny), 2.0**96)
 
     def __init__(self, alpha: float, capacity: int, shapes, dtypes, floor: float = 1e-8) -> None:
         super().__init__(capacity, shapes, dtypes)
         self.alpha, self.floor = alpha, floor
+        self.ceiling = 2.0**126
         self.priorities = np.zeros(capacity)
         self.max_priority = 1.0
 
@@ -99,7 +107,8 @@ class PriorityModel(RingModel):
     def update(self, indices, priorities) -> None:
         written = {}
         for index, priority in zip(indices, priorities):
-            written[int(index)] = max(float(priority), self.floor)
+            priority = float(priority)
+            written[int(index)] = self.floor if np.isnan(priority) else min(max(priority, self.floor), self.ceiling)
         for index, priority in written.items():
             self.priorities[index] = priority
         self.max_priority = max([self.max_priority, *written.values()])
@@ -107,7 +116,9 @@ class PriorityModel(RingModel):
     def leaves(self) -> np.ndarray:
         """``p ** alpha`` for stored slots, 0 for the others."""
         stored = np.arange(self.capacity) < self.count
-        return np.where(stored, self.priorities ** self.alpha, 0.0)
+        with np.errstate(over="ignore"):
+            leaves = np.clip(self.priorities ** self.alpha, *self.LEAF_RANGE)
+        return np.where(stored, leaves, 0.0)
 
     def probabilities(self) -> np.ndarray:
         leaves = self.leaves()
@@ -140,6 +151,23 @@ class ReservoirModel:
             slot = self.rng.integers(self.seen)
             if slot < self.capacity:
                 self.items[slot] = item
+
+
+def ring_rows_item_by_item(head: int, count: int, batch_size: int, capacity: int):
+    """Append ``batch_size`` items one at a time under the cursor contract (write at
+    ``(head + count) % capacity``; once full, overwrite the oldest and move ``head``).
+
+    Returns the physical rows of the ``min(batch_size, capacity)`` newest items, oldest
+    first (the rows that hold the batch afterwards), and the cursors after the batch.
+    """
+    rows = []
+    for _ in range(batch_size):
+        rows.append((head + count) % capacity)
+        if count < capacity:
+            count += 1
+        else:
+            head = (head + 1) % capacity
+    return rows[len(rows) - min(batch_size, capacity):], head, count
 
 
 def apply_in_order(old: np.ndarray, rows, values, order) -> np.ndarray:
@@ -280,3 +308,229 @@ def fill(rb, model, steps, segments, start=0):
         v = step_values(t, segments)
         rb.add_batch({"value": v.astype(np.float32)})
         model.add(v)
+
+
+# ------------------------------------------------------------------ operator tests
+PATHS = ("direct", "compiled")
+
+
+class UserCell(nn.Cell):
+    """A user's Cell that owns ``parameters`` and calls ``function(*parameters, *inputs)``."""
+
+    def __init__(self, function, parameters):
+        super().__init__()
+        self.function = function
+        self.parameters = ParameterTuple(parameters)
+
+    def construct(self, *inputs):
+        return self.function(*self.parameters, *inputs)
+
+
+def on_path(path: str, function, parameters=()):
+    """``function(*parameters, *inputs)`` as a callable of ``inputs``: op by op ("direct"), or
+    compiled ("compiled"): inside a :class:`UserCell` that owns the ``parameters`` it writes,
+    or with ``mindspore.jit`` when it takes none. Every call of ``on_path`` compiles afresh."""
+    if path == "direct":
+        return functools.partial(function, *parameters)
+    return UserCell(function, parameters) if parameters else ms.jit(function)
+
+
+def parameter(array: np.ndarray, name: str) -> Parameter:
+    """A Parameter holding a copy of ``array``, as a buffer's column or tree."""
+    return Parameter(Tensor(np.array(array)), name=name, requires_grad=False)
+
+
+def leaves_of(outputs) -> list:
+    """The tensors of a nest of tuples."""
+    if isinstance(outputs, (tuple, list)):
+        return [leaf for output in outputs for leaf in leaves_of(output)]
+    return [outputs]
+
+
+def assert_guard_fails(run, *inputs) -> None:
+    """``run(*inputs)`` fails its runtime guard: ``RuntimeError: assert failed``.
+
+    The outputs are read inside the check: a compiled graph runs asynchronously and reports
+    its failure at the next synchronisation, which must not be a later test's.
+    """
+    with pytest.raises(RuntimeError, match="assert failed"):
+        for output in leaves_of(run(*inputs)):
+            output.asnumpy()
+
+
+# ------------------------------------------------------------------------- threads
+def run_threads(*targets):
+    """Run ``targets`` in threads until the first returns; return the exceptions they raised."""
+    errors, stop = [], threading.Event()
+
+    def guard(target):
+        try:
+            target(stop)
+        except BaseException as error:
+            errors.append(error)
+            stop.set()
+
+    threads = [threading.Thread(target=guard, args=(target,)) for target in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a thread hung"
+    return errors
+# ---------------------------------------------------------------- transition buffers
+# Columns: observation (2,) = [step, env]; action = step; reward; terminated; truncated;
+# an extra column (3,) = [step, env, 7]. Every row encodes where it came from.
+TRANSITION_SHAPES = [(2,), (), (), (), (), (3,)]
+TRANSITION_TYPES = [ms.float32, ms.int32, ms.float32, ms.uint8, ms.uint8, ms.float32]
+TRANSITION_NAMES = ["observation", "action", "reward", "terminated", "truncated", "extra"]
+
+
+class EpisodeStream:
+    """Time steps of ``num_envs`` environments as gymnasium's next-step autoreset gives them.
+
+    An environment's episode ends after each step with probability ``end_probability``
+    (terminated, truncated or both, at random); its next row then carries the episode's
+    final observation with both flags 0 and a random reward (which no sample may read).
+    Observations, actions and the extra column encode the global step number and the
+    environment; rewards are random multiples of 0.25.
+    """
+
+    def __init__(self, num_envs: int, seed: int, end_probability: float = 0.2) -> None:
+        self.num_envs, self.end_probability = num_envs, end_probability
+        self.rng = np.random.default_rng(seed)
+        self.step = 0
+        self.needs_final = np.zeros(num_envs, bool)
+
+    def take(self, steps: int):
+        """``steps`` time steps as the six columns, each with leading ``(steps, num_envs)``."""
+        columns = [[] for _ in TRANSITION_SHAPES]
+        envs = np.arange(self.num_envs)
+        for _ in range(steps):
+            ends = (self.rng.random(self.num_envs) < self.end_probability) & ~self.needs_final
+            kind = self.rng.integers(0, 3, self.num_envs)  # 0: terminated, 1: truncated, 2: both
+            terminated = (ends & (kind != 1)).astype(np.uint8)
+            truncated = (ends & (kind != 0)).astype(np.uint8)
+            step = np.full(self.num_envs, self.step)
+            row = [np.stack([step, envs], 1).astype(np.float32), step.astype(np.int32),
+                   (self.rng.integers(-4, 9, self.num_envs) / 4).astype(np.float32), terminated, truncated,
+                   np.stack([step, envs, np.full(self.num_envs, 7)], 1).astype(np.float32)]
+            for column, value in zip(columns, row):
+                column.append(value)
+            self.needs_final = ends
+            self.step += 1
+        if not steps:
+            return [np.zeros((0, self.num_envs, *shape), dtype) for shape, dtype in
+                    zip(TRANSITION_SHAPES, (np.float32, np.int32, np.float32, np.uint8, np.uint8, np.float32))]
+        return [np.stack(column) for column in columns]
+
+
+class NotStoredError(Exception):
+    """A row a sample would need is not stored."""
+
+
+class TransitionModel:
+    """A transition buffer from its definitions: rows in plain lists, samples by walking them.
+
+    Stored are the newest ``max_length`` time steps since the last reset. Episodes: the row
+    after a row with a flag holds that episode's final observation and starts no transition;
+    the next episode begins after it. A start ``t`` is valid iff
+    ``stack_size <= t <= stored - 1 - n_step`` and ``t`` is not such a final row; its sample
+    is computed by walking the rows, which must all be stored (:class:`NotStoredError`).
+    """
+
+    def __init__(self, max_length: int, num_envs: int, stack_size: int, n_step: int, gamma: float) -> None:
+        self.max_length, self.num_envs = max_length, num_envs
+        self.stack_size, self.n_step, self.gamma = stack_size, n_step, gamma
+        self.steps: list[list[np.ndarray]] = []
+
+    def insert(self, batch) -> None:
+        for j in range(len(batch[0])):
+            self.steps.append([np.asarray(column[j]) for column in batch])
+
+    def reset(self) -> None:
+        self.steps = []
+
+    @property
+    def stored(self):
+        return self.steps[-self.max_length:]
+
+    @property
+    def head(self) -> int:
+        """Where the ring keeps the oldest stored step: the cursor contract, step by step."""
+        return (len(self.steps) - len(self.stored)) % self.max_length
+
+    def slot(self, t: int, env: int) -> int:
+        return ((self.head + t) % self.max_length) * self.num_envs + env
+
+    def _row(self, t: int, env: int):
+        if not 0 <= t < len(self.stored):
+            raise NotStoredError
+        return [column[env] for column in self.stored[t]]
+
+    def _ended(self, t: int, env: int) -> bool:
+        row = self._row(t, env)
+        return bool(row[3] != 0 or row[4] != 0)
+
+    def _is_final(self, t: int, env: int) -> bool:
+        return self._ended(t - 1, env)
+
+    def _stack(self, t: int, env: int) -> np.ndarray:
+        """The last ``stack_size`` observations of ``t``'s episode, the first repeated before its start."""
+        first = t
+        for _ in range(self.stack_size - 1):
+            if self._is_final(first - 1, env):  # first - 1 ends the previous episode
+                break
+            first -= 1
+        frames = [self._row(max(t - k, first), env)[0] for k in range(self.stack_size - 1, -1, -1)]
+        return np.stack(frames) if self.stack_size > 1 else frames[0]
+
+    def sample(self, t: int, env: int):
+        """``(observation, action, return, next_observation, discount, extra)`` of start ``(t, env)``,
+        or None if it is not a valid start."""
+        if not self.stack_size <= t <= len(self.stored) - 1 - self.n_step:
+            return None
+        try:
+            if self._is_final(t, env):
+                return None
+            total, steps, terminal = 0.0, 0, False
+            while steps < self.n_step:
+                row = self._row(t + steps, env)
+                total += self.gamma ** steps * float(row[2])
+                steps += 1
+                if self._ended(t + steps - 1, env):
+                    terminal = bool(row[3] != 0)
+                    break
+            discount = 0.0 if terminal else self.gamma ** steps
+            start = self._row(t, env)
+            return (self._stack(t, env), start[1], total, self._stack(t + steps, env), discount, start[5])
+        except NotStoredError:
+            return None
+
+    def valid_starts(self) -> dict[tuple[int, int], tuple]:
+        """Every valid start ``(t, env)`` with its sample."""
+        found = {}
+        for t in range(len(self.stored)):
+            for env in range(self.num_envs):
+                sample = self.sample(t, env)
+                if sample is not None:
+                    found[(t, env)] = sample
+        return found
+
+
+def assert_transitions_match(model: TransitionModel, items, ids, probabilities=None) -> None:
+    """Every sampled transition is a valid start of ``model`` and equals its sample, field by field."""
+    valid = model.valid_starts()
+    by_slot = {model.slot(t, env): sample for (t, env), sample in valid.items()}
+    items = [np.asarray(x.asnumpy() if isinstance(x, Tensor) else x) for x in items]
+    ids = np.asarray(ids.asnumpy() if isinstance(ids, Tensor) else ids)
+    for i, slot in enumerate(ids.tolist()):
+        assert slot in by_slot, f"slot {slot} is not a valid start; valid: {sorted(by_slot)}"
+        want = by_slot[slot]
+        np.testing.assert_array_equal(items[0][i], want[0])
+        assert items[1][i] == want[1]
+        np.testing.assert_allclose(items[2][i], want[2], rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(items[3][i], want[3])
+        np.testing.assert_allclose(items[4][i], want[4], rtol=1e-6)
+        np.testing.assert_array_equal(items[5][i], want[5])
+    if probabilities is not None:
+        np.testing.assert_allclose(np.asarray(probabilities.asnumpy()), 1 / len(valid), rtol=1e-6)

@@ -60,3 +60,19 @@ def test_the_solve_benchmark_summarizes_held_solves_per_variant():
     changed = with_settings(config, 1, 128, 250)
     assert changed["trainer"]["learn_steps_per_collect"] == 1 and config["trainer"]["learn_steps_per_collect"] == 4
     assert (changed["replay_buffer"]["sample_size"], changed["learner"]["target_sync_period"]) == (128, 250)
+
+
+def test_the_transition_baseline_takes_the_frame_rows_the_sampler_gathered():
+    from benchmarks.transition import episode_flags, fill, frame_rows, transitions
+
+    terminated, truncated = episode_flags(5000, np.random.default_rng(0))
+    ended = (terminated | truncated)[:, 0].astype(bool)
+    assert 2 <= ended.sum() <= 25 and not (ended[1:] & ended[:-1]).any()  # every end is followed by a final row
+    rb = transitions(3000, 64)
+    fill(rb, 3000, 1024)  # no wrap: frame i is at row i and holds i
+    items, info = rb.sample_with_info()
+    observation, next_observation = frame_rows(items[0].asnumpy()), frame_rows(items[3].asnumpy())
+    starts = info.ids.asnumpy()
+    np.testing.assert_array_equal(observation[:, -1], starts)  # the newest frame of a stack is the start's
+    np.testing.assert_array_equal(rb.frames.asnumpy()[observation][..., 0, :4].view("<u4")[..., 0], observation)
+    assert (next_observation[:, -1] > starts).all() and (next_observation[:, -1] - starts <= 3).all()

@@ -205,7 +205,7 @@ def test_priority_and_reservoir_buffers_round_trip_with_their_trees_and_counters
     ms.set_seed(4)
     prb = PriorityReplayBuffer(0.6, 8, 4, SHAPES, [ms.float32, ms.int32, ms.float32])
     prb.insert(encoded_batch(0, 11))
-    indices, _, _ = prb.sample(0.4)
+    indices, _, *_ = prb.sample(0.4)
     prb.update_priorities(indices, Tensor(np.linspace(0.5, 3.0, 4).astype(np.float32)))
     rrb = ReservoirReplayBuffer(5, 2, SHAPES, [ms.float32, ms.int32, ms.float32])
     rrb.insert(encoded_batch(0, 40))
@@ -276,3 +276,69 @@ def test_priority_reservoir_trajectory_numpy_and_sharded_files_of_the_first_form
     other = ShardedReplayBuffer(4, 8, SHAPES, MS_DTYPES, names=NAMES)
     with pytest.raises(ValueError, match=r"the capacity in .* must be 8 to match this buffer, but got 7"):
         other.load(DATA / "v1_sharded_replay_buffer.ckpt")
+
+
+# ------------------------------------------------------ contracts, checksums, settings
+@pytest.mark.parametrize("head, count", [(0, 8), (7, 7), (2, 5), (-1, 3), (0, -1)])
+def test_a_checkpoint_whose_cursors_break_the_contract_is_refused_and_changes_nothing(tmp_path, head, count):
+    source = make()
+    source.insert(encoded_batch(0, 5))
+    source.head.set_data(Tensor(head, ms.int32))  # what a corrupt or hand-made file could hold
+    source.count.set_data(Tensor(count, ms.int32))
+    path = source.save(tmp_path / "bad.safetensors")
+    target = make()
+    target.insert(encoded_batch(50, 3))
+    before = state_of(target)
+    with pytest.raises(ValueError, match=r"the cursors of '\.' in .* break the contract"):
+        target.load(path)
+    assert_same_state(state_of(target), before)
+    assert set(decode(*target.sample())) <= {50, 51, 52}
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".ckpt"])
+def test_any_flipped_byte_is_refused_or_changes_nothing(tmp_path, suffix):
+    rb = make()
+    rb.insert(encoded_batch(0, 10))
+    path = rb.save(tmp_path / f"rb{suffix}")
+    expected, data = state_of(rb), bytearray(path.read_bytes())
+    loaded_unchanged = refused = 0
+    for position in range(0, len(data), 3):
+        corrupt = bytearray(data)
+        corrupt[position] ^= 0x5A
+        (tmp_path / f"corrupt{suffix}").write_bytes(bytes(corrupt))
+        target = make()
+        try:
+            target.load(tmp_path / f"corrupt{suffix}")
+        except ValueError:
+            refused += 1
+            assert state_of(target)[1:] == (0, 0), "a refused load changes nothing"
+            continue
+        assert_same_state(state_of(target), expected)  # never different data, silently
+        loaded_unchanged += 1
+    assert refused > 4 * loaded_unchanged, "flips land mostly in data, header or record, all of which are checked"
+
+
+def test_a_flipped_data_byte_is_named_by_its_parameter(tmp_path):
+    rb = make()
+    rb.insert(encoded_batch(0, 10))
+    path = rb.save(tmp_path / "rb.safetensors")
+    data = bytearray(path.read_bytes())
+    state = rb.columns[0].asnumpy().tobytes()
+    offset = bytes(data).find(state)
+    assert offset > 0
+    data[offset + len(state) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"the data of Parameter 'state' in .* is corrupt"):
+        make().load(path)
+
+
+def test_a_priority_checkpoint_of_another_alpha_is_refused(tmp_path):
+    prb = PriorityReplayBuffer(0.6, 7, 4, SHAPES, [ms.float32, ms.int32, ms.float32], names=NAMES)
+    prb.insert(encoded_batch(0, 3))
+    path = prb.save(tmp_path / "prb.safetensors")
+    other = PriorityReplayBuffer(1.0, 7, 4, SHAPES, [ms.float32, ms.int32, ms.float32], names=NAMES)
+    with pytest.raises(ValueError, match=r"the alpha in .* must be 1\.0 to match this buffer, but got 0\.6"):
+        other.load(path)
+    with pytest.raises(ValueError, match=r"the alpha in .* must be 1\.0 to match this buffer, but got 0\.6"):
+        other.load(DATA / "v1_priority_replay_buffer.safetensors")  # format 1 recorded alpha in its text
+    assert int(other.count) == 0

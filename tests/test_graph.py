@@ -9,9 +9,11 @@ after some reset point (the only thing the interleaving decides).
 """
 from __future__ import annotations
 
+import os
 import pathlib
 import random
-import threading
+import subprocess
+import sys
 import time
 
 import mindspore as ms
@@ -25,7 +27,6 @@ from mindspore_rl_buffer import (
     PyUniformReplayBuffer,
     ReservoirReplayBuffer,
     ShardedReplayBuffer,
-    TrajectoryReplayBuffer,
 )
 from tests.helpers import (
     DTYPES,
@@ -37,32 +38,13 @@ from tests.helpers import (
     decode,
     encoded_batch,
     make,
+    run_threads,
     state_of,
-    step_values,
 )
 
 SECONDS = 3.0
+MIN_BATCHES = 40
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-
-def run_threads(*targets):
-    """Run ``targets`` in threads until the first returns; return the exceptions they raised."""
-    errors, stop = [], threading.Event()
-
-    def guard(target):
-        try:
-            target(stop)
-        except BaseException as error:
-            errors.append(error)
-            stop.set()
-
-    threads = [threading.Thread(target=guard, args=(target,)) for target in targets]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads), "a thread hung"
-    return errors
 
 
 def writer_of(buffer, batches, boundaries, reset=None):
@@ -75,8 +57,10 @@ def writer_of(buffer, batches, boundaries, reset=None):
 
     def write(stop):
         start, deadline = 0, time.monotonic() + SECONDS
-        for n in batches:
-            if stop.is_set() or time.monotonic() > deadline:
+        for done, n in enumerate(batches):
+            # At least MIN_BATCHES batches, and SECONDS of them: the checks below must not
+            # depend on how fast a loaded machine runs.
+            if stop.is_set() or (done >= MIN_BATCHES and time.monotonic() > deadline):
                 break
             buffer.insert(encoded_batch(start, n, single=n == 1) if n == 1 else encoded_batch(start, n))
             start += n
@@ -148,7 +132,7 @@ def test_two_threads_insert_sample_read_and_reset_a_ring_buffer(kind):
 
     errors = run_threads(writer_of(buffer, BATCHES, boundaries), read)
     assert not errors, errors
-    assert len(boundaries) > 10, "the writer must have made progress"
+    assert len(boundaries) >= MIN_BATCHES
     assert_some_reset_point_explains(buffer.storage if kind == "sharded" else buffer, boundaries, 16)
     buffer.reset()  # and the buffer keeps working, direct path included
     buffer.insert(encoded_batch(0, 3))
@@ -166,7 +150,7 @@ def test_two_threads_insert_sample_update_and_reset_a_priority_buffer():
             if choice < 0.4:
                 drawn = refuses_only_when_empty(lambda: buffer.sample(0.4))
                 if drawn is not None:
-                    slots, weights, columns = drawn
+                    slots, weights, *columns = drawn
                     decode(*columns)
                     assert (weights.asnumpy() > 0).all() and (weights.asnumpy() <= 1.0 + 1e-6).all()
                     try:
@@ -220,63 +204,13 @@ def test_two_threads_offer_sample_and_reset_a_reservoir():
 
 
 def test_three_threads_and_a_dataset_pipeline_on_a_trajectory_buffer():
-    buffer = TrajectoryReplayBuffer(SPEC1, batch_size=3, max_length=8)
-    added: list[int] = []
-    clears: list[int] = []
-
-    def add(stop):
-        deadline, t, rng = time.monotonic() + SECONDS, 0, random.Random(8)
-        while time.monotonic() < deadline and not stop.is_set():
-            buffer.add_batch({"value": step_values(t, 3).astype(np.float32)})
-            added.append(t)
-            t += 1
-            if rng.random() < 0.03:
-                clears.append(1)
-                buffer.clear()
-        stop.set()
-
-    def read(stop):
-        rng = random.Random(4)
-        while not stop.is_set():
-            choice = rng.random()
-            if choice < 0.5:
-                items = refuses_only_when_empty(lambda: buffer.get_next(4, 2), "must not exceed")
-                if items is not None:
-                    steps = items[0]["value"].asnumpy().astype(np.int64) // 1000
-                    assert (np.diff(steps, axis=1) == 1).all(), "a window is consecutive steps of one segment"
-            elif choice < 0.98:
-                gathered = buffer.gather_all()["value"].asnumpy().astype(np.int64)
-                assert (np.diff(gathered // 1000, axis=1) == 1).all()
-            else:
-                buffer.clear()
-                clears.append(1)
-
-    def stream(stop):
-        # MindSpore's pipeline calls get_next from a thread of its own. A clear can leave fewer
-        # steps than a window needs, which ends the stream with the sampler's error: then,
-        # and only then, a new stream is started.
-        while len(added) < 3 and not stop.is_set():
-            time.sleep(0.001)
-        while not stop.is_set():
-            cleared = len(clears)
-            dataset = buffer.as_mindspore_dataset(sample_batch_size=4, num_steps=2, num_samples=10**6)
-            try:
-                for values, _, _ in dataset.create_tuple_iterator(num_epochs=1, output_numpy=True):
-                    assert (np.diff(values.astype(np.int64) // 1000, axis=1) == 1).all()
-                    if stop.is_set():
-                        return
-            except RuntimeError:
-                assert len(clears) > cleared, "the stream failed without a clear"
-                while int(buffer.num_frames()) < 6 and not stop.is_set():
-                    time.sleep(0.001)
-
-    errors = run_threads(add, read, stream)
-    assert not errors, errors
-    stored = buffer.gather_all()["value"].asnumpy().astype(np.int64)  # [segments, time]
-    time_steps = stored[0] // 1000
-    assert len(time_steps) <= 8 and (np.diff(time_steps) == 1).all()
-    assert len(time_steps) == 0 or time_steps[-1] == added[-1], "the newest step is the last one added"
-    np.testing.assert_array_equal(stored, np.stack([step_values(t, 3) for t in time_steps], 1).reshape(3, -1))
+    # In a process of its own: MindSpore 2.10's dataset iterator was seen to crash the process
+    # (a segmentation fault) when another GeneratorDataset had run in it before.
+    result = subprocess.run([sys.executable, str(ROOT / "tests" / "dataset_threads_worker.py")], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "threads ok" in result.stdout
 
 
 def test_two_threads_on_the_numpy_buffer():
@@ -294,7 +228,7 @@ def test_two_threads_on_the_numpy_buffer():
     def read(stop):
         while not stop.is_set():
             drawn = refuses_only_when_empty(lambda: buffer.get_next(4, 2), "must not exceed")
-            assert drawn is None or (np.diff(drawn[0]["value"], axis=1) == 1).all()
+            assert drawn is None or (np.diff(drawn["value"], axis=1) == 1).all()  # the items alone
             if random.random() < 0.1:
                 buffer.clear()
 

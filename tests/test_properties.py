@@ -186,7 +186,7 @@ def test_trajectory_buffers_never_disagree_with_the_model(operations):
                         rb.get_next(3, arg)
                     continue
                 got = np.asarray(rb.get_next(3, arg)[0]["value"].asnumpy() if rb is device
-                                 else rb.get_next(3, arg)[0]["value"]).astype(np.int64)
+                                 else rb.get_next(3, arg)["value"]).astype(np.int64)  # numpy: items alone
                 if arg is not None:
                     assert (np.diff(got // 1000, axis=1) == 1).all() and (got % 1000 == got[:, :1] % 1000).all()
                 assert set(got.reshape(-1)) <= set(segments.stored().reshape(-1))
@@ -240,7 +240,7 @@ def test_priority_buffer_never_disagrees_with_the_model(operations):
                 with pytest.raises(ValueError, match="empty"):
                     prb.sample(arg)
                 continue
-            indices, weights, transitions = prb.sample(arg)
+            indices, weights, *transitions = prb.sample(arg)
             slots = indices.asnumpy()
             assert ((slots >= 0) & (slots < model.count)).all() and (model.leaves()[slots] > 0).all()
             np.testing.assert_array_equal(decode(*transitions), model.columns[1][slots])

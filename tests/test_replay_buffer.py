@@ -12,6 +12,7 @@ from mindspore import Tensor, nn
 from mindspore.graph import api as ms_api
 from scipy.stats import chisquare
 
+from mindspore_rl_buffer import ReplayBuffer
 from tests.helpers import DTYPES, SEQUENCE, SHAPES, Learner, RingModel, assert_matches, decode, encoded_batch, make
 
 
@@ -172,6 +173,21 @@ def test_a_bare_insert_statement_in_a_construct_names_the_fix():
         Bare()(*(Tensor(x) for x in encoded_batch(0, 2)))
 
 
+def test_a_bare_insert_on_a_local_alias_names_the_fix():
+    class Alias(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.replay = make()
+
+        def construct(self, state, action, reward):
+            buffer = self.replay
+            buffer.insert([state, action, reward])  # rewritten by MindSpore into `buffer = buffer.insert(...)`
+            return buffer.size()
+
+    with pytest.raises(TypeError, match=r"called through MindSpore's Python fallback .* Write `_ = b\.insert"):
+        Alias()(*(Tensor(x) for x in encoded_batch(0, 2)))
+
+
 def test_shape_errors_inside_a_cell_are_raised_at_compile_time():
     with pytest.raises(ValueError, match=r"shape of column 'state' must be \(2,\) .* got \(4, 3\)"):
         Learner(make())(Tensor(np.zeros((4, 3), np.float32)), Tensor(np.zeros(4, np.int32)),
@@ -236,3 +252,52 @@ def test_seeded_runs_sample_identical_indexes(tmp_path, how):
     assert runs[0] == runs[1]
     draws = eval(runs[0])  # three consecutive draws of one run
     assert draws[0] != draws[1] != draws[2]
+
+
+# ------------------------------------------------------------ index widths and capacities
+class Reader(nn.Cell):
+    def __init__(self, buffer):
+        super().__init__()
+        self.buffer = buffer
+
+    def construct(self, index):
+        return self.buffer.get_item(index)
+
+
+@pytest.mark.parametrize("index", [4294967297, -4294967294, 2**40])
+def test_an_int64_index_past_int32_is_refused_in_a_graph_not_cut_to_another_item(index):
+    rb = make()
+    rb.insert(encoded_batch(0, 5))
+    with pytest.raises(RuntimeError, match="assert failed"):
+        Reader(rb)(Tensor(np.array([index], np.int64)))
+    with pytest.raises(IndexError, match=f"but got {index}"):  # and directly, on the host
+        rb.get_item(np.array([index], np.int64))
+
+
+def test_int64_and_unsigned_index_tensors_in_range_read_the_right_items_in_a_graph():
+    rb = make()
+    rb.insert(encoded_batch(0, 5))
+    for dtype in (np.int64, np.uint32, np.int16):
+        reader = Reader(rb)
+        np.testing.assert_array_equal(decode(*reader(Tensor(np.array([0, 4, 2], dtype)))), [0, 4, 2])
+
+
+@pytest.mark.parametrize("capacity", [2**30 + 1, 2**31 - 1, 2**33])
+def test_capacities_past_two_to_the_30_are_refused_with_the_bound(capacity):
+    with pytest.raises(ValueError, match=r"'capacity' must be an int <= 1073741824 \(2\*\*30, .*\), but got "
+                                         f"{capacity}"):
+        make(capacity=capacity)
+
+
+def test_two_buffers_with_the_same_seed_draw_the_same_indexes_whatever_was_built_before():
+    first = make(capacity=50, sample_size=8, seed=5)
+    ReplayBuffer(3, 10, [()], [ms.int32], seed=5).insert([np.arange(4, dtype=np.int32)])  # in between
+    second = make(capacity=50, sample_size=8, seed=5)
+    for rb in (first, second):
+        rb.insert(encoded_batch(0, 50))
+    draws = [[decode(*rb.sample()).tolist() for _ in range(3)] for rb in (first, second)]
+    assert draws[0] == draws[1]
+    assert draws[0][0] != draws[0][1], "successive draws of one buffer still differ"
+    third = make(capacity=50, sample_size=8, seed=6)
+    third.insert(encoded_batch(0, 50))
+    assert decode(*third.sample()).tolist() != draws[0][0]

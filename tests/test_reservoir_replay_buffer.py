@@ -5,7 +5,6 @@ import mindspore as ms
 import numpy as np
 import pytest
 from mindspore import Tensor, nn
-from mindspore_rl_buffer.ops import plan_writes
 from scipy.stats import chisquare
 
 from mindspore_rl_buffer import ReservoirReplayBuffer, create_buffer
@@ -16,7 +15,6 @@ from tests.helpers import (
     SHAPES,
     ReservoirModel,
     RingModel,
-    apply_in_order,
     decode,
     encoded_batch,
 )
@@ -64,25 +62,6 @@ def test_batch_crossing_the_end_of_filling_and_larger_than_capacity():
         assert item == slot or item in (5, 6)
     rrb.insert(encoded_batch(7, 12))
     assert_valid(rrb, 19)
-
-
-def test_plan_writes_follows_algorithm_r_item_by_item_in_any_scatter_order():
-    """On CPU the scatter applies repeats in order; the plan must not depend on that."""
-    rng = np.random.default_rng(3)
-    cases = [(rng.integers(0, 4, 16), rng.random(16) < 0.5) for _ in range(6)]
-    cases += [(rng.integers(0, 4, 16), np.zeros(16, bool)), (rng.integers(0, 4, 16), np.ones(16, bool)),
-              (np.array([2, 0, 2, 1]), np.array([True, True, True, False]))]
-    for slots, accepted in cases:
-        slots = slots.astype(np.int32)
-        old, batch = np.arange(100, 104), np.arange(len(slots))
-        want = old.copy()
-        for j in range(len(slots)):  # algorithm R with these draws
-            if accepted[j]:
-                want[slots[j]] = batch[j]
-        rows, source, keep_old = (x.asnumpy() for x in plan_writes(Tensor(slots), Tensor(accepted)))
-        values = np.where(keep_old, old[rows], batch[source])
-        for order in (range(len(slots)), range(len(slots) - 1, -1, -1), rng.permutation(len(slots))):
-            np.testing.assert_array_equal(apply_in_order(old, rows, values, order), want)
 
 
 # Batch sizes of one stream of 40 items into 8 slots: a batch crossing the end of filling,

@@ -3,6 +3,7 @@ against numpy models, beside PyUniformReplayBuffer where both must agree."""
 from __future__ import annotations
 
 import collections
+from pathlib import Path
 
 import mindspore as ms
 import numpy as np
@@ -14,6 +15,8 @@ from scipy.stats import chisquare
 from mindspore_rl_buffer import PyUniformReplayBuffer, TensorSpec, TrajectoryReplayBuffer
 from mindspore_rl_buffer.specs import numpy_dtype
 from tests.helpers import SPEC1, TUTORIAL_SPEC, SegmentModel, fill, step_values, to_np, tutorial_items
+
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def test_the_tf_agents_tutorial_shapes_and_values():
@@ -44,9 +47,10 @@ def test_add_batch_wraps_like_the_model_and_windows_never_cross_the_write_positi
     t, segment = values // 1000, values % 1000
     assert (np.diff(t, axis=1) == 1).all(), "consecutive steps, never newest-then-oldest"
     assert (segment == segment[:, :1]).all() and t.min() >= 8 and t.max() <= 12
-    rows = np.asarray(info.ids.asnumpy()) // 3
-    np.testing.assert_array_equal(np.asarray(info.ids.asnumpy()) % 3, segment)
-    np.testing.assert_array_equal(rows, t % 5)  # ids are physical slots: row * batch_size + segment
+    ids = info.ids.asnumpy()
+    assert ids.dtype == np.int64
+    np.testing.assert_array_equal(ids % 3, segment)
+    np.testing.assert_array_equal(ids // 3, t)  # ids count the adds: add * batch_size + segment; step t was add t
     np.testing.assert_allclose(info.probabilities.asnumpy(), 1 / (3 * 3))
     # 3 segments x 3 valid starts (8, 9, 10), equally likely; seeded, so deterministic.
     picks = np.bincount(segment[:, 0] * 3 + (t[:, 0] - 8), minlength=9)
@@ -119,7 +123,7 @@ def test_nests_of_every_kind_round_trip(kind):
             assert leaf.shape == (outer, 3, *specs[i].shape)
             np.testing.assert_array_equal(leaf[:, :, ...].reshape(outer, 3, -1)[..., 0],
                                           np.broadcast_to([10 + i, 20 + i, 30 + i], (outer, 3)))
-    for sampled in (rb.get_next(4, 2)[0], py.get_next(4, 2)[0]):
+    for sampled in (rb.get_next(4, 2)[0], py.get_next(4, 2)):  # the numpy buffer returns the items alone
         assert optree.tree_structure(sampled) == treespec
 
 
@@ -160,7 +164,7 @@ def test_single_deterministic_pass_walks_every_item_once_in_order():
     py = PyUniformReplayBuffer(SPEC1, capacity=4)
     for t in range(7):
         py.add_batch({"value": np.array([t], np.float32)})
-    assert [float(item["value"]) for item, _ in py.as_dataset(single_deterministic_pass=True)] == [3, 4, 5, 6]
+    assert [float(item["value"]) for item in py.as_dataset(single_deterministic_pass=True)] == [3, 4, 5, 6]
 
 
 def test_as_mindspore_dataset_columns():
@@ -203,8 +207,11 @@ def test_inside_a_cell_add_then_sample_in_one_graph():
         action_t, (lidar_t, camera_t) = tutorial_items(t)
         (action, (_, camera)), info = graph(Tensor(action_t), Tensor(lidar_t), Tensor(camera_t))
         assert action.shape == (4, 2, 3) and camera.shape == (4, 2, 3, 2) and info.ids.shape == (4, 2)
-        steps = action.asnumpy()[:, :, 0].astype(np.int64) // 1000
+        values = action.asnumpy()[:, :, 0].astype(np.int64)
+        steps = values // 1000
         assert (np.diff(steps, axis=1) == 1).all() and steps.max() <= t
+        np.testing.assert_array_equal(info.ids.asnumpy(), steps * 32 + values % 1000)  # add * batch_size + segment
+    assert int(rb.added) == 4
     expected = np.stack([step_values(t, 32) for t in range(4)], 1)
     np.testing.assert_array_equal(rb.gather_all()[0].asnumpy()[:, :, 0], expected)
 
@@ -226,9 +233,10 @@ def test_clear_inside_a_cell_including_the_bare_statement():
     fill(rb, SegmentModel(2, 4), 3, 2)
     graph = BareClear(rb)
     for t in range(3):
-        frames, (items, _) = graph(Tensor(step_values(10 + t, 2).astype(np.float32)))
-        assert int(frames) == 2
+        frames, (items, info) = graph(Tensor(step_values(10 + t, 2).astype(np.float32)))
+        assert int(frames) == 2 and int(rb.added) == 1, "the clear restarted the add counter"
         assert set(items["value"].asnumpy().astype(int)) <= set(step_values(10 + t, 2))
+        np.testing.assert_array_equal(info.ids.asnumpy(), items["value"].asnumpy().astype(np.int64) % 1000)
 
 
 def test_windows_longer_than_stored_inside_a_cell_fail_loudly():
@@ -237,3 +245,81 @@ def test_windows_longer_than_stored_inside_a_cell_fail_loudly():
     action_t, (lidar_t, camera_t) = tutorial_items(0)
     with pytest.raises(RuntimeError, match="assert failed"):
         graph(Tensor(action_t), Tensor(lidar_t), Tensor(camera_t))
+
+
+def test_constructor_defaults_and_dataset_settings():
+    rb = TrajectoryReplayBuffer(SPEC1, batch_size=2)
+    assert rb.max_length == 1000 and rb.capacity == 2000
+    settings = TrajectoryReplayBuffer(SPEC1, 2, 3, dataset_drop_remainder=True,
+                                      dataset_window_shift=1).checkpoint_record()["settings"]
+    assert settings["dataset_drop_remainder"] is True and settings["dataset_window_shift"] == 1
+    with pytest.raises(TypeError, match="'dataset_drop_remainder' must be a bool, but got int"):
+        TrajectoryReplayBuffer(SPEC1, 2, 3, dataset_drop_remainder=1)
+    with pytest.raises(ValueError, match="'dataset_window_shift' must be an int >= 1, but got 0"):
+        TrajectoryReplayBuffer(SPEC1, 2, 3, dataset_window_shift=0)
+    with pytest.raises(TypeError, match="'dataset_window_shift' must be an int, but got float"):
+        TrajectoryReplayBuffer(SPEC1, 2, 3, dataset_window_shift=1.0)
+
+
+def test_ids_count_the_adds_and_stay_unique_across_overwrites():
+    ms.set_seed(5)
+    rb, model = TrajectoryReplayBuffer(SPEC1, batch_size=3, max_length=4), SegmentModel(3, 4)
+    seen = {}  # id -> value, over the whole run: an id must never name two items
+    for round_ in range(4):
+        fill(rb, model, 3, 3, start=3 * round_)  # wraps from the second round on
+        items, info = rb.get_next(sample_batch_size=200, num_steps=2)
+        values, ids = items["value"].asnumpy().astype(np.int64), info.ids.asnumpy()
+        np.testing.assert_array_equal(ids, (values // 1000) * 3 + values % 1000)  # add t wrote step t
+        for value, i in zip(values.reshape(-1), ids.reshape(-1)):
+            assert seen.setdefault(int(i), int(value)) == value
+        assert int(rb.added) == 3 * round_ + 3
+    assert len(seen) > 12, "ids of overwritten items were not reused"
+    passed = {int(i): int(v) for item, info in rb.as_dataset(single_deterministic_pass=True)
+              for v, i in [(to_np(item)["value"], info.ids.asnumpy())]}
+    assert passed == {t * 3 + b: 1000 * t + b for t in range(8, 12) for b in range(3)}
+    rb.clear()
+    fill(rb, SegmentModel(3, 4), 1, 3, start=50)
+    _, info = rb.get_next(sample_batch_size=20)
+    assert set(info.ids.asnumpy().tolist()) <= {0, 1, 2}, "ids start again from 0 after clear, as TF-Agents'"
+
+
+def test_the_add_counter_is_checkpointed_and_checked(tmp_path):
+    rb = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4)
+    fill(rb, SegmentModel(2, 4), 6, 2)
+    rb.save(tmp_path / "rb.safetensors")
+    restored = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4)
+    restored.load(tmp_path / "rb.safetensors")
+    assert int(restored.added) == 6
+    restored.add_batch({"value": step_values(6, 2).astype(np.float32)})
+    ids = [int(info.ids) for _, info in restored.as_dataset(single_deterministic_pass=True)]
+    assert ids == [6, 8, 10, 12, 7, 9, 11, 13]  # adds 3..6, segment by segment: the count went on from 6
+    broken = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4)
+    fill(broken, SegmentModel(2, 4), 2, 2)
+    broken.added.set_data(Tensor(9, ms.int64))  # 2 stored from head 0: 9 adds cannot leave them there
+    broken.save(tmp_path / "broken.safetensors")
+    with pytest.raises(ValueError, match=r"break the contract: added=9 must be >= count=2 with \(added - count\) % 4"):
+        restored.load(tmp_path / "broken.safetensors")
+    assert int(restored.added) == 7 and int(restored.num_frames()) == 8  # the refused load changed nothing
+
+
+def test_a_file_from_before_the_add_counter_loads_with_a_consistent_one():
+    spec = {"value": TensorSpec([], ms.int32, "value"), "obs": TensorSpec([2], ms.float32, "obs")}
+    rb = TrajectoryReplayBuffer(spec, batch_size=2, max_length=3)
+    rb.load(DATA / "v1_trajectory_replay_buffer.safetensors")  # holds adds 2, 3, 4: head 2, count 3
+    assert int(rb.added) == 5
+    ids = [info.ids.asnumpy().tolist() for _, info in rb.as_dataset(num_steps=3, single_deterministic_pass=True)]
+    assert ids == [[4, 6, 8], [5, 7, 9]]
+
+
+def test_as_mindspore_dataset_deterministic_pass_keeps_short_windows_and_ids():
+    rb = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=8)
+    fill(rb, SegmentModel(2, 8), 3, 2)
+    dataset = rb.as_mindspore_dataset(num_steps=2, single_deterministic_pass=True)
+    assert dataset.get_col_names() == ["value", "ids"]
+    rows = [[x.tolist() for x in row] for row in dataset.create_tuple_iterator(num_epochs=1, output_numpy=True)]
+    assert rows == [[[0, 1000], [0, 2]], [[2000], [4]], [[1, 1001], [1, 3]], [[2001], [5]]]
+
+
+def test_a_trajectory_buffer_past_two_to_the_30_items_is_refused():
+    with pytest.raises(ValueError, match=r"'batch_size \* max_length' must be an int <= 1073741824"):
+        TrajectoryReplayBuffer(SPEC1, batch_size=2**16, max_length=2**15)

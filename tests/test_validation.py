@@ -68,7 +68,7 @@ def test_bad_constructor_arguments(kwargs, error, message):
     ([(2,)], ["foat32"], r"unknown data_type\[0\] foat32; did you mean float32\?"),
     ([(2, -1)], [ms.float32], r"shapes\[0\] must be a tuple of non-negative ints"),
     ([], [], "at least one column"),
-    ([(1,)], [ms.bool_], r"data_type\[0\] bool is not supported: .* store flags as uint8"),
+    ([(1,)], [ms.bfloat16], r"data_type\[0\] bfloat16 is not supported: .* store float32"),
 ])
 def test_bad_column_specs(shapes, types, message):
     from mindspore_rl_buffer import ReplayBuffer
@@ -86,3 +86,143 @@ def test_an_empty_batch_is_a_no_op():
     for got, want in zip(after[0], before[0]):
         np.testing.assert_array_equal(got, want)
     assert after[1:] == before[1:]
+
+
+# ------------------------------------------- the catalogue: every buffer type and face
+def snapshot(buffer):
+    """Every byte of a buffer's state: its Parameters (Cells) or its arrays (the numpy buffer)."""
+    tensors = buffer.checkpoint_tensors()
+    return {name: np.array(value.asnumpy() if hasattr(value, "asnumpy") else value, copy=True).tobytes()
+            for name, value in tensors.items()}
+
+
+def _buffers():
+    from mindspore_rl_buffer import (
+        PriorityReplayBuffer,
+        PyUniformReplayBuffer,
+        ReservoirReplayBuffer,
+        ShardedReplayBuffer,
+        TrajectoryReplayBuffer,
+    )
+    from tests.helpers import MS_DTYPES, NAMES, SHAPES, SPEC1, step_values
+
+    def filled(buffer):
+        buffer.insert(encoded_batch(0, 3))
+        return buffer
+
+    def trajectory():
+        rb = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4)
+        for t in range(3):
+            rb.add_batch({"value": step_values(t, 2).astype(np.float32)})
+        return rb
+
+    def numpy_buffer():
+        rb = PyUniformReplayBuffer(SPEC1, capacity=4)
+        rb.add_batch({"value": np.arange(3, dtype=np.float32)})
+        return rb
+
+    return {
+        "replay": lambda: filled(make()),
+        "priority": lambda: filled(PriorityReplayBuffer(0.6, 7, 4, SHAPES, MS_DTYPES, names=NAMES)),
+        "reservoir": lambda: filled(ReservoirReplayBuffer(7, 4, SHAPES, MS_DTYPES, names=NAMES)),
+        "sharded": lambda: filled(ShardedReplayBuffer(4, 7, SHAPES, MS_DTYPES, names=NAMES)),
+        "trajectory": trajectory,
+        "numpy": numpy_buffer,
+    }
+
+
+BIG = np.float32(3e38)
+
+
+def named(names):
+    from mindspore_rl_buffer import ReplayBuffer
+    from tests.helpers import MS_DTYPES, SHAPES
+
+    return ReplayBuffer(4, 7, SHAPES, MS_DTYPES, names=names)
+CATALOGUE = [
+    # (buffer, call, error, message naming the argument or column)
+    ("replay", lambda b: b.get_item(np.uint64(2**63)), IndexError, r"'index' .* but got 9223372036854775808"),
+    ("replay", lambda b: b.get_item(2**70), IndexError, r"'index' .* but got 1180591620717411303424"),
+    ("replay", lambda b: b.get_item(np.array([1, 2**40], np.int64)), IndexError, r"'index' .* but got 1099511627776"),
+    ("replay", lambda b: b.insert([GOOD[0].astype(">f8"), GOOD[1], GOOD[2]]), ValueError,
+     "dtype of column 'state' must be Float32, but got Float64"),
+    ("replay", lambda b: b.sample(ordered=1), TypeError, "'ordered' must be a bool or None, but got int"),
+    ("priority", lambda b: b.update_priorities(np.array([0], I32), np.array([BIG])), ValueError,
+     r"'priorities' must be at most"),
+    ("priority", lambda b: b.update_priorities(np.array([0], np.uint64), np.array([np.inf], F32)), ValueError,
+     "'priorities' must be finite"),
+    ("priority", lambda b: b.update_priorities(np.array([2**63], np.uint64), np.ones(1, F32)), IndexError,
+     r"'indices' .* but got 9223372036854775808"),
+    ("priority", lambda b: b.sample(float("inf")), ValueError, "'beta' must be a finite float"),
+    ("priority", lambda b: b.get_item(-4), IndexError, r"'index' must be in \[-3, 3\)"),
+    ("reservoir", lambda b: b.insert([GOOD[0][:1], GOOD[1], GOOD[2]]), ValueError, "every column must hold"),
+    ("reservoir", lambda b: b.get_item(3), IndexError, "but got 3"),
+    ("sharded", lambda b: b.insert([GOOD[0], GOOD[1]]), ValueError, r"must have 3 columns"),
+    ("sharded", lambda b: b.sample(ordered="no"), TypeError, "'ordered' must be a bool or None"),
+    ("trajectory", lambda b: b.add_batch({"value": np.zeros(3, F32)}), ValueError,
+     r"the shape of items\['value'\] 'value' must be \(2,\), but got \(3,\)"),
+    ("trajectory", lambda b: b.add_batch({"other": np.zeros(2, F32)}), ValueError, "structure of the data spec"),
+    ("trajectory", lambda b: b.get_next(num_steps=4), ValueError, r"'num_steps' \(4\) must not exceed the 3"),
+    ("trajectory", lambda b: b.get_next(time_stacked="yes"), TypeError, "'time_stacked' must be a bool"),
+    ("numpy", lambda b: b.add_batch({"value": np.zeros(2, np.int32)}), ValueError,
+     r"the dtype of items\['value'\] 'value' must be Float32, but got Int32"),
+    ("numpy", lambda b: b.get_next(sample_batch_size=0), ValueError, "'sample_batch_size' must be an int >= 1"),
+    ("replay", lambda b: b.writer(0), ValueError, "'batch_size' must be an int >= 1"),
+    ("replay", lambda b: b.writer(4).insert([GOOD[0], GOOD[1].astype(np.int64), GOOD[2]]), ValueError,
+     "dtype of column 'action' must be Int32, but got Int64"),
+]
+
+
+@pytest.mark.parametrize("kind, call, error, message", CATALOGUE,
+                         ids=[f"{c[0]}: {c[3][:40]}" for c in CATALOGUE])
+def test_the_catalogue_of_bad_calls_names_the_argument_and_changes_no_byte(kind, call, error, message):
+    buffer = _buffers()[kind]()
+    before = snapshot(buffer)
+    with pytest.raises(error, match=message):
+        call(buffer)
+    assert snapshot(buffer) == before
+
+
+def test_a_big_endian_array_is_taken_as_its_values_directly_and_through_the_writer():
+    rb, staged = make(), make()
+    big = [GOOD[0].astype(">f4"), GOOD[1].astype(">i4"), GOOD[2].astype(">f4")]
+    rb.insert(big)
+    with staged.writer(2) as writer:
+        writer.insert(big)
+    for buffer in (rb, staged):
+        np.testing.assert_array_equal(decode(*buffer.get_item(np.array([0, 1], ">i8"))), [0, 1])
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: named(["state", "count", "reward"]), r"the column name 'count' is reserved: .*\['count', 'head'"),
+    (lambda: named(["head", "action", "reward"]), "the column name 'head' is reserved"),
+    (lambda: named(["state", "", "reward"]), "'names' must be non-empty strings"),
+    (lambda: __import__("mindspore_rl_buffer").PriorityReplayBuffer(
+        0.6, 4, 2, [(), ()], ["float32", "int32"], names=["max_priority", "x"]), "'max_priority' is reserved"),
+    (lambda: __import__("mindspore_rl_buffer").ReservoirReplayBuffer(
+        4, 2, [()], ["float32"], names=["seen"]), "'seen' is reserved"),
+    (lambda: named(["state", "mindspore_rl_buffer.record", "reward"]), "is reserved"),
+    (lambda: __import__("mindspore_rl_buffer").ReplayBuffer(2, 4, [()], [ms.bfloat16]),
+     r"data_type\[0\] bfloat16 is not supported: .* store float32"),
+    (lambda: make(seed=2**31), r"'seed' must be an int in \[0, 2\*\*31\), but got 2147483648"),
+    (lambda: make(capacity=2**30 + 1), r"'capacity' must be an int <= 1073741824"),
+])
+def test_constructors_refuse_reserved_names_unsupported_dtypes_and_out_of_range_sizes(build, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        build()
+
+
+def test_a_sharded_buffer_names_an_unreadable_file_or_one_of_another_type(tmp_path):
+    from mindspore_rl_buffer import ShardedReplayBuffer
+    from tests.helpers import MS_DTYPES, NAMES, SHAPES
+
+    sharded = ShardedReplayBuffer(4, 7, SHAPES, MS_DTYPES, names=NAMES)
+    (tmp_path / "empty.rank0-of-1.ckpt").write_bytes(b"")
+    with pytest.raises(ValueError, match="is not a readable checkpoint"):
+        sharded.load(tmp_path / "empty.ckpt")
+    plain = make()
+    plain.insert(GOOD)
+    plain.save(tmp_path / "plain.rank0-of-1.ckpt")
+    with pytest.raises(ValueError, match="records no ShardedReplayBuffer"):
+        sharded.load(tmp_path / "plain.ckpt")
+    assert int(sharded.size()) == 0

@@ -1,0 +1,409 @@
+"""TransitionReplayBuffer: each observation stored once; frame stacks and n-step returns sampled in the graph.
+
+A ring of ``max_length = capacity // num_envs`` time rows, each holding one step of every
+environment (time-major, as :class:`~mindspore_rl_buffer.TrajectoryReplayBuffer`'s segments,
+so episodes of different environments never mix). ``storage``, a
+:class:`~mindspore_rl_buffer.core.RingBuffer`, holds the action, reward, ``terminated``,
+``truncated`` and extra columns, ``(max_length, num_envs, *shape)`` each, and the cursors; the
+buffer itself holds the observations once per step in ``frames`` (the same time-major layout,
+declared ``(max_length * num_envs, *obs_shape)`` so that a sample gathers whole frames) and
+a rank per row for exact uniform sampling (4 bytes). ``next_observation`` is not stored:
+it is the observation of the following row of the same episode, and the final observation
+of an episode is the row after its end (see :mod:`mindspore_rl_buffer.ops.transition` for
+the episode structure, the validity rule of a start and what a sample holds).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import mindspore as ms
+import numpy as np
+from mindspore import Parameter, Tensor, ops
+from mindspore.common.initializer import initializer
+
+from mindspore_rl_buffer import _errors
+from mindspore_rl_buffer._graph import DIRECT_CALLS, BufferCell, Launch, buffer_method
+from mindspore_rl_buffer._validation import (
+    TRANSITION_ROLES,
+    check_batch_graph,
+    check_capacity,
+    check_final_rows,
+    check_gamma,
+    check_not_empty,
+    check_ring_length,
+    check_seed,
+    check_size,
+    check_transition,
+    check_transition_layout,
+)
+from mindspore_rl_buffer.checkpoint import Checkpointable, episode_contract, ring_contract, spec_record
+from mindspore_rl_buffer.core import RingBuffer
+from mindspore_rl_buffer.ops import transition as transition_ops
+from mindspore_rl_buffer.ops._common import guarded
+from mindspore_rl_buffer.specs import TensorSpec, column_specs
+from mindspore_rl_buffer.tf_agents import BufferInfo
+from mindspore_rl_buffer.writer import BufferWriter
+
+
+def _host_insert(self: TransitionReplayBuffer, transition: Any) -> Launch | None:
+    tensors, batch_size = check_transition("insert", self.names, self.shapes, self.dtypes, transition)
+    if not batch_size:
+        return None
+    flags = [tensor.asnumpy().reshape(-1, self.num_envs) for tensor in tensors[3:5]]
+    check_final_rows("insert", self.last_ended.asnumpy(), *flags)
+    return Launch(tensors)
+
+
+def _host_sample(self: TransitionReplayBuffer, batch_size: Any = None, with_info: bool = False) -> Launch:
+    op = "sample"
+    batch_size = self.sample_size if batch_size is None else check_size(op, "batch_size", batch_size)
+    stored = int(self.storage.count)
+    check_not_empty(op, stored)
+
+    def refuse_none_valid(outputs: Any) -> Any:
+        if int(outputs[0]) == 0:
+            raise _errors.no_valid_start_error(op, stored, self.num_envs, self.stack_size, self.n_step)
+        return outputs
+
+    return Launch(batch_size, with_info, finish=refuse_none_valid)
+
+
+class TransitionReplayBuffer(BufferCell, Checkpointable):
+    """A replay buffer of environment steps that samples stacked, n-step transitions on the device.
+
+    Each :meth:`insert` appends one time step of ``num_envs`` environments (or a batch of
+    steps): ``[observation, action, reward, terminated, truncated, *extras]``, each with a
+    leading ``num_envs``. Insert the steps as gymnasium's vector environments produce them
+    with next-step autoreset: after a step that ends an episode (``terminated`` or
+    ``truncated`` non-zero), the next row of that environment carries the episode's *final
+    observation*, with flags 0 (its action and reward are never read); the row after it is
+    the first of the next episode. So a truncated episode bootstraps from its own last
+    observation. :meth:`sample` draws valid starts uniformly (see
+    :mod:`mindspore_rl_buffer.ops.transition` for the rule) and returns
+    ``(observation, action, reward, next_observation, discount, *extras)``.
+
+    Args:
+        sample_size (int): Transitions per :meth:`sample`.
+        capacity (int): Rows the buffer holds, ``max_length * num_envs``; a multiple of ``num_envs``.
+        shapes (list[tuple[int]]): Per environment and step: the observation's shape (one frame),
+            the action's, ``()`` for reward, terminated and truncated, then any extra columns'.
+        types (list[mindspore.dtype]): The dtype per column (names such as ``'uint8'`` are
+            accepted). Flags are read as non-zero = true; rewards are summed in float32.
+        num_envs (int): Environments stepped together. Default: ``1``.
+        stack_size (int): Frames per sampled observation; 1 samples single frames without a
+            stack axis. Default: ``1``.
+        n_step (int): Steps per return. Default: ``1``.
+        gamma (float): Discount per step, in ``[0, 1]``. Default: ``0.99``.
+        names (list[str]): Column names. Default: ``None``, which names them
+            ``observation, action, reward, terminated, truncated, extra_0, ...``.
+        seed (int): Seed of the sampling operator; ``None`` follows ``mindspore.set_seed``.
+            Default: ``None``.
+
+    Raises:
+        TypeError: If a size or ``gamma`` has the wrong type, or ``shapes``/``types`` is not a list.
+        ValueError: If a size is not positive, ``gamma`` is outside ``[0, 1]``, there are fewer
+            than 5 columns, reward or a flag is not a scalar, ``capacity`` is not a multiple of
+            ``num_envs`` or holds fewer than ``stack_size + n_step + 1`` steps, or a dtype is unknown.
+
+    Supported Platforms:
+        ``GPU`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore_rl_buffer import TransitionReplayBuffer
+        >>> rb = TransitionReplayBuffer(4, 16, [(2,), (), (), (), ()],
+        ...                             [ms.float32, ms.int32, ms.float32, ms.uint8, ms.uint8],
+        ...                             stack_size=2, n_step=2, gamma=0.5)
+        >>> for t in range(5):  # one episode of 5 steps
+        ...     rb.insert([np.full((1, 2), t, np.float32), np.array([t], np.int32), np.ones(1, np.float32),
+        ...                np.zeros(1, np.uint8), np.zeros(1, np.uint8)])
+        >>> int(rb.valid_starts())  # rows 2: stacks of rows 1-2 and bootstrap row 4
+        1
+        >>> observation, action, reward, next_observation, discount = rb.sample()
+        >>> observation.shape, next_observation[0, :, 0].asnumpy().tolist(), float(reward[0]), float(discount[0])
+        ((4, 2, 2), [3.0, 4.0], 1.5, 0.25)
+    """
+
+    BINDING_SETTINGS = ("num_envs", "stack_size", "n_step", "gamma")
+
+    def __init__(self, sample_size: int, capacity: int, shapes: Sequence[Any], types: Sequence[Any], *,
+                 num_envs: int = 1, stack_size: int = 1, n_step: int = 1, gamma: float = 0.99,
+                 names: Sequence[str] | None = None, seed: int | None = None) -> None:
+        super().__init__()
+        op = type(self).__name__
+        self._sample_size = check_size(op, "sample_size", sample_size)
+        capacity = check_capacity(op, "capacity", capacity)
+        self._num_envs = check_size(op, "num_envs", num_envs)
+        self._stack_size = check_size(op, "stack_size", stack_size)
+        self._n_step = check_size(op, "n_step", n_step)
+        self._gamma = check_gamma(op, gamma)
+        self._seed = check_seed(op, seed)
+        if names is None and isinstance(shapes, (list, tuple)):
+            names = [*TRANSITION_ROLES, *(f"extra_{i}" for i in range(len(shapes) - 5))][:len(shapes)]
+        step_specs = column_specs(shapes, types, names)
+        check_transition_layout(op, step_specs)
+        self._max_length = check_ring_length(op, capacity, self._num_envs, self._stack_size, self._n_step)
+        self._specs = tuple(TensorSpec((self._num_envs, *s.shape), s.dtype, s.name) for s in step_specs)
+        rows = self._max_length * self._num_envs
+        frame = step_specs[0]
+        self.frames = Parameter(initializer("zeros", (rows, *frame.shape), frame.dtype), name=frame.name,
+                                requires_grad=False)
+        self.ranks = Parameter(initializer("zeros", (rows,), ms.int32), name="ranks", requires_grad=False)
+        self.last_ended = Parameter(Tensor(np.zeros(self._num_envs, np.int32)), name="last_ended",
+                                    requires_grad=False)
+        self.finals = Parameter(Tensor(0, ms.int32), name="finals", requires_grad=False)
+        rest = self._specs[1:]
+        self.storage = RingBuffer(self._max_length, [s.shape for s in rest], [s.dtype for s in rest],
+                                  names=[s.name for s in rest])
+
+    # ----------------------------------------------------------------- properties (host)
+    @property
+    def capacity(self) -> int:
+        """Rows the buffer holds: ``max_length * num_envs``."""
+        return self._max_length * self._num_envs
+
+    @property
+    def max_length(self) -> int:
+        """Time steps the buffer holds."""
+        return self._max_length
+
+    @property
+    def num_envs(self) -> int:
+        return self._num_envs
+
+    @property
+    def stack_size(self) -> int:
+        return self._stack_size
+
+    @property
+    def n_step(self) -> int:
+        return self._n_step
+
+    @property
+    def gamma(self) -> float:
+        return self._gamma
+
+    @property
+    def sample_size(self) -> int:
+        """Transitions per :meth:`sample`."""
+        return self._sample_size
+
+    @property
+    def specs(self) -> tuple[TensorSpec, ...]:
+        """One :class:`TensorSpec` per column, of one time step: shape ``(num_envs, *shape)``."""
+        return self._specs
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(spec.name for spec in self._specs)
+
+    @property
+    def shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The shape of one time step, per column: ``(num_envs, *shape)``."""
+        return tuple(spec.shape for spec in self._specs)
+
+    @property
+    def dtypes(self) -> tuple[Any, ...]:
+        return tuple(spec.dtype for spec in self._specs)
+
+    # ------------------------------------------------------------------------- insert
+    @buffer_method(_host_insert, returns_self=True)
+    def insert(self, transition, *, check=True):
+        """Append one time step of every environment, or a batch of steps; the oldest are overwritten once full.
+
+        Inside a ``construct`` write ``_ = self.buffer.insert(...)`` (see
+        :meth:`ReplayBuffer.insert <mindspore_rl_buffer.ReplayBuffer.insert>`).
+
+        Args:
+            transition (Union[list[Tensor], tuple[Tensor]]): ``[observation, action, reward,
+                terminated, truncated, *extras]``, each of shape ``(num_envs, *shape)`` for one
+                step or ``(n, num_envs, *shape)`` for ``n`` steps, oldest first. The row after a
+                step that ended an episode carries its final observation and flags 0.
+
+        Returns:
+            None when called directly; the buffer itself inside a graph.
+
+        Raises:
+            TypeError: If ``transition`` is not a list or tuple, or a column is not a tensor.
+            ValueError: If the number of columns, a shape or a dtype does not match, or a final
+                row carries a flag (direct calls; inside a graph the run fails with
+                ``RuntimeError: assert failed`` and writes nothing); the buffer is left unchanged.
+        """
+        batch_size, single = check_batch_graph("insert", self.names, self.shapes, self.dtypes, len(transition),
+                                               [x.shape for x in transition], [x.dtype for x in transition])
+        if batch_size == 0:
+            return self.storage.count
+        batch = tuple(ops.expand_dims(x, 0) for x in transition) if single else tuple(transition)
+        if check:
+            _, ok = transition_ops.final_rows(self.last_ended, batch[3], batch[4])
+            batch = guarded(batch, ok, [self.last_ended])
+        storage = self.storage
+        last_ended, finals = transition_ops.insert_steps(self.frames, self.ranks, storage.head, storage.count,
+                                                         self.last_ended, self.finals, batch[0], batch[3], batch[4])
+        _ = storage.insert(batch[1:])
+        ops.assign(self.last_ended, last_ended)
+        ops.assign(self.finals, finals)
+        return storage.count
+
+    def writer(self, batch_size: int = 32) -> TransitionWriter:
+        """A :class:`TransitionWriter` that stages time steps on the host and inserts ``batch_size``
+        of them at a time (one step of ``num_envs`` environments is one staged item).
+
+        Raises:
+            TypeError: If ``batch_size`` is not an int.
+            ValueError: If ``batch_size`` is not positive.
+        """
+        return TransitionWriter(self, batch_size)
+
+    # ------------------------------------------------------------------------- sample
+    def sample(self, batch_size=None):
+        """Draw transitions uniformly from the valid starts (with replacement).
+
+        Args:
+            batch_size (int): Transitions to draw; ``None`` for ``sample_size``. Default: ``None``.
+
+        Returns:
+            Tuple ``(observation, action, reward, next_observation, discount, *extras)``, each with
+            leading dimension ``B``: observations ``(B, stack_size, *obs_shape)`` (oldest frame
+            first; ``(B, *obs_shape)`` for ``stack_size=1``), the action and extras of the start
+            step, the n-step return (float32), and the bootstrap discount (float32; ``gamma^m``,
+            0 if the episode terminated within the window).
+
+        Raises:
+            TypeError: If ``batch_size`` is not an int or None.
+            ValueError: If ``batch_size`` is not positive, or no start is valid yet (direct calls).
+                Inside a graph the run fails with ``RuntimeError: assert failed`` instead, and that
+                compiled graph cannot run again.
+        """
+        return self._sample(batch_size, False)[1]
+
+    def sample_with_info(self, batch_size=None):
+        """Like :meth:`sample`, also returning ``BufferInfo(ids, probabilities)``.
+
+        Returns:
+            Tuple of 2: the items, and a ``BufferInfo`` whose ``ids`` (int32, ``(B,)``) are the
+            starts' physical slots ``row * num_envs + env`` (stable while stored) and whose
+            ``probabilities`` (float32, ``(B,)``) are ``1 / valid_starts()``.
+        """
+        _, items, info = self._sample(batch_size, True)
+        return items, info
+
+    @buffer_method(_host_sample)
+    def _sample(self, batch_size, with_info, *, check=True):
+        if batch_size is None:
+            batch_size = self._sample_size
+        storage = self.storage
+        head, size, stack_size = storage.head, self._max_length, self._stack_size
+        action, reward, terminated, truncated = storage.columns[:4]
+        logical, env, total = transition_ops.sample_starts(self.ranks, head, storage.count, batch_size, size,
+                                                           stack_size, self._n_step, self._seed, check)
+        rows, next_rows, returns, discount = transition_ops.transition_windows(
+            reward, terminated, truncated, head, logical, env, stack_size, self._n_step, self._gamma)
+        if stack_size == 1:  # no stack axis
+            rows, next_rows = rows.reshape((-1,)), next_rows.reshape((-1,))
+        physical = (head + logical) % size
+        index = ops.stack((physical, env), -1)
+        items = (transition_ops.gather_frames(self.frames, head, rows, env, size), ops.gather_nd(action, index),
+                 returns, transition_ops.gather_frames(self.frames, head, next_rows, env, size), discount,
+                 *(ops.gather_nd(column, index) for column in storage.columns[4:]))
+        if not with_info:
+            return total, items
+        probabilities = ops.ones((batch_size,), ms.float32) / total.astype(ms.float32)
+        return total, items, BufferInfo(physical * self._num_envs + env, probabilities)
+
+    @buffer_method()
+    def valid_starts(self, *, check=True):
+        """How many valid starts the buffer holds (each is drawn with probability ``1 / valid_starts()``), int32."""
+        storage = self.storage
+        return transition_ops.count_starts(self.ranks, storage.head, storage.count, self._max_length,
+                                           self._stack_size, self._n_step)
+
+    # ------------------------------------------------------------- reset, size, full
+    @buffer_method()
+    def reset(self, *, check=True):
+        """Empty the buffer: the state as constructed; nothing is re-allocated."""
+        self.storage.reset()
+        ops.assign(self.ranks, ops.zeros_like(self.ranks))
+        ops.assign(self.last_ended, ops.zeros_like(self.last_ended))
+        ops.assign(self.finals, ops.zeros_like(self.finals))
+        return self.storage.count
+
+    @buffer_method()
+    def size(self, *, check=True):
+        """Rows stored (``num_envs`` per time step, final rows included), an int32 scalar tensor."""
+        return self.storage.count * self._num_envs
+
+    @buffer_method()
+    def full(self, *, check=True):
+        """Whether ``max_length`` time steps are stored, a bool scalar tensor."""
+        return self.storage.count == self._max_length
+
+    # ----------------------------------------------------------------------- records
+    def _settings(self) -> dict[str, Any]:
+        return {"sample_size": self._sample_size, "num_envs": self._num_envs, "stack_size": self._stack_size,
+                "n_step": self._n_step, "gamma": self._gamma, "seed": self._seed}
+
+    def checkpoint_record(self) -> dict[str, Any]:
+        """See :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`."""
+        return {"type": type(self).__name__, "capacity": self.capacity, "specs": spec_record(self._specs),
+                "settings": self._settings()}
+
+    def checkpoint_cursors(self, read: Any) -> list[str]:
+        """The episode bookkeeping on the values ``read`` gives: ``last_ended`` and ``finals``
+        agree with the stored flags, no final row carries a flag, and the ranks are those
+        :func:`~mindspore_rl_buffer.ops.insert_steps` writes (the ring's cursors are checked by
+        ``storage``'s own record)."""
+        storage = self.storage
+        head, count = int(read(storage.head)), int(read(storage.count))
+        if ring_contract(head, count, self._max_length):
+            return []
+        terminated, truncated = (np.asarray(read(column)) for column in storage.columns[2:4])
+        return episode_contract(head, count, np.asarray(read(self.last_ended)), int(read(self.finals)),
+                                np.asarray(read(self.ranks)), (terminated != 0) | (truncated != 0))
+
+    def extend_repr(self) -> str:
+        columns = ", ".join(f"{s.name}: {s.shape} {s.dtype}" for s in self._specs)
+        return (f"sample_size={self._sample_size}, max_length={self._max_length}, num_envs={self._num_envs}, "
+                f"stack_size={self._stack_size}, n_step={self._n_step}, gamma={self._gamma}, columns=[{columns}]")
+
+
+class TransitionWriter(BufferWriter):
+    """A :class:`~mindspore_rl_buffer.writer.BufferWriter` for a :class:`TransitionReplayBuffer`.
+
+    One staged item is one time step of every environment. Besides the writer's checks, it
+    refuses a final row that carries a flag before staging it, as the buffer's ``insert`` does.
+
+    Args:
+        buffer (TransitionReplayBuffer): The buffer.
+        batch_size (int): Time steps staged before they are inserted, ``>= 1``.
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore_rl_buffer import TransitionReplayBuffer
+        >>> rb = TransitionReplayBuffer(2, 32, [(3,), (), (), (), ()],
+        ...                             ['float32', 'int32', 'float32', 'uint8', 'uint8'], num_envs=2)
+        >>> flags = np.zeros(2, np.uint8)
+        >>> with rb.writer(8) as writer:
+        ...     for t in range(10):
+        ...         writer.insert([np.full((2, 3), t, np.float32), np.zeros(2, np.int32), np.ones(2, np.float32),
+        ...                        flags, flags])
+        >>> int(rb.size()), int(rb.valid_starts())  # 10 steps of 2 environments; starts 1..8 of each
+        (20, 16)
+    """
+
+    def __init__(self, buffer: TransitionReplayBuffer, batch_size: int) -> None:
+        super().__init__(buffer, batch_size)
+        self._transitions = buffer
+        self._staged_ended: np.ndarray | None = None
+
+    def _check_order(self, arrays: list[np.ndarray], single: bool) -> None:
+        terminated, truncated = (a[None] if single else a for a in arrays[3:5])
+        if self.pending and self._staged_ended is not None:
+            previous = self._staged_ended
+        else:
+            with DIRECT_CALLS:
+                previous = self._transitions.last_ended.asnumpy()
+        self._staged_ended = check_final_rows("insert", previous, terminated, truncated)

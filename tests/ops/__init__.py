@@ -1,0 +1,1 @@
+"""Operator-level tests: one file per module of ``ops/``, each against numpy reference models."""
