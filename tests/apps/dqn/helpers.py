@@ -20,6 +20,7 @@ def small_config(**trainer: Any) -> dict:
     """The shipped config, shrunk for a test run of a few hundred steps."""
     config = copy.deepcopy(load_config(CONFIG))
     config["replay_buffer"]["capacity"] = 256
+    config["replay_buffer"]["sample_size"] = 64  # the tests' figures do not follow the shipped batch
     config["environment"]["num_envs"] = 4
     config["learner"]["target_sync_period"] = 10_000  # a fixed target: the loss is a regression
     config["trainer"].update(learning_starts=100, learn_steps_per_collect=4, eval_interval=10_000,

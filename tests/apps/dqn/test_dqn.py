@@ -34,7 +34,7 @@ def test_config_loads_and_builds_the_buffer():
     assert entry["type"] is ReplayBuffer and entry["number"] == 1
     buffer = create_buffer(entry)
     assert isinstance(buffer, ReplayBuffer)
-    assert (buffer.capacity, buffer.sample_size) == (100000, 64)
+    assert (buffer.capacity, buffer.sample_size) == (100000, 128)
     assert [spec.shape for spec in buffer.specs] == [(4,), (1,), (1,), (4,), (1,)]
     assert [spec.dtype for spec in buffer.specs] == [ms.float32, ms.int32, ms.float32, ms.float32, ms.float32]
     assert int(buffer.size().asnumpy()) == 0
