@@ -17,6 +17,7 @@ setup(
               "mindspore_rl_buffer.apps", "mindspore_rl_buffer.apps.dqn"],
     package_dir={"mindspore_rl_buffer": "mindspore_rl_buffer", "mindspore_rl_buffer.ops": "ops",
                  "mindspore_rl_buffer.configs": "configs"},
+    package_data={"mindspore_rl_buffer.configs": ["*.yaml"]},
     install_requires=[
         "mindspore>=2.10,<2.11",
         # MindSpore 2.10 misbehaves with numpy 2 (see README, "Dependencies").

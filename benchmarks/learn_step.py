@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import mindspore as ms
 import numpy as np
-from mindspore import Tensor, nn
+from mindspore import Tensor
 
 from benchmarks.common import in_rounds, ratio
 from mindspore_rl_buffer import ReplayBuffer
 from mindspore_rl_buffer.apps.dqn.learner import DQNLoss, LearnStep, Update
 from mindspore_rl_buffer.apps.dqn.networks import QNetwork, copy_weights
 from mindspore_rl_buffer.apps.dqn.numpy_buffer import NumpyReplayBuffer
+from mindspore_rl_buffer.apps.dqn.optimizer import Adam
 
 SHAPES = [(4,), (1,), (1,), (4,), (1,)]  # state, action, reward, next state, terminated
 TYPES = [ms.float32, ms.int32, ms.float32, ms.float32, ms.float32]
@@ -19,7 +20,7 @@ TYPES = [ms.float32, ms.int32, ms.float32, ms.float32, ms.float32]
 def _update(hidden: tuple[int, ...]) -> Update:
     q_net, target = QNetwork(4, 2, hidden), QNetwork(4, 2, hidden)
     copy_weights(q_net, target)
-    return Update(DQNLoss(q_net, target, 0.99), nn.Adam(q_net.trainable_params(), 1e-3), 100)
+    return Update(DQNLoss(q_net, target, 0.99), Adam(q_net.trainable_params(), 1e-3), 100)
 
 
 def learn_step(capacity: int, repeats: int, sample_size: int = 64, hidden: tuple[int, ...] = (64, 64)) -> dict:

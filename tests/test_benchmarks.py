@@ -47,6 +47,21 @@ def test_in_rounds_lets_the_calls_take_turns_and_ratio_compares_round_by_round()
     assert ratio({"x": [2.0, 4.0, 6.0], "y": [1.0, 1.0, 2.0]}, "x", "y") == 3.0
 
 
+def test_the_solve_benchmark_summarizes_held_solves_per_variant():
+    from benchmarks.dqn_solve import summarize, with_settings
+
+    runs = [{"variant": "fused", "seed": s, "solved": s != 2, "solved_at": 1000 * (s + 1), "solve_time": 10.0 * (s + 1)}
+            for s in range(3)]
+    summary = summarize(runs)["fused"]
+    assert (summary["seeds"], summary["held"]) == (3, 2)
+    assert (summary["median_steps"], summary["median_seconds"], summary["seconds"]) == ("1,500", "15.0", "10 / 20 / -")
+    config = {"trainer": {"learn_steps_per_collect": 4}, "replay_buffer": {"sample_size": 64},
+              "learner": {"target_sync_period": 100}}
+    changed = with_settings(config, 1, 128, 250)
+    assert changed["trainer"]["learn_steps_per_collect"] == 1 and config["trainer"]["learn_steps_per_collect"] == 4
+    assert (changed["replay_buffer"]["sample_size"], changed["learner"]["target_sync_period"]) == (128, 250)
+
+
 def test_the_transition_baseline_takes_the_frame_rows_the_sampler_gathered():
     from benchmarks.transition import episode_flags, fill, frame_rows, transitions
 

@@ -23,7 +23,8 @@ def test_the_wheel_installs_ops_inside_the_package(tmp_path):
     archive = zipfile.ZipFile(wheel)
     names = set(archive.namelist())
     assert {"mindspore_rl_buffer/ops/__init__.py", "mindspore_rl_buffer/ops/ring.py",
-            "mindspore_rl_buffer/replay_buffer.py", "mindspore_rl_buffer/configs/dqn.py"} <= names
+            "mindspore_rl_buffer/replay_buffer.py", "mindspore_rl_buffer/configs/dqn.py",
+            "mindspore_rl_buffer/configs/dqn.yaml"} <= names
     assert not any(name.startswith(("ops/", "configs/")) for name in names)
     # The DQN main job is an application beside the library core, not inside it.
     assert {"mindspore_rl_buffer/apps/__init__.py", "mindspore_rl_buffer/apps/dqn/__init__.py",

@@ -1,4 +1,5 @@
-"""The ``mindspore-rl-buffer`` command: ``train`` runs DQN on CartPole (see :mod:`.trainer`)."""
+"""The ``mindspore-rl-buffer`` command: ``train`` runs DQN on CartPole (see :mod:`.trainer`),
+``evaluate`` plays a trained agent's greedy episodes (see :mod:`.play`)."""
 from __future__ import annotations
 
 import argparse
@@ -21,65 +22,122 @@ def _resolve_config(path: str) -> Path:
     return candidate
 
 
+def _positive(text: str) -> int:
+    """An argparse type: an int > 0, or a usage error that says so."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an int > 0, but got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an int > 0, but got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mindspore-rl-buffer",
                                      description="Replay buffers compiled into MindSpore graphs.")
     commands = parser.add_subparsers(dest="command", required=True)
-    train = commands.add_parser("train", help="train DQN on CartPole until solved or out of steps")
+    train = commands.add_parser("train", help="train DQN on CartPole until a held solve or out of steps")
     train.add_argument("--config", default=DEFAULT_CONFIG,
-                       help="algorithm config file (default: %(default)s)")
-    train.add_argument("--out", default="runs/dqn", help="output directory (default: %(default)s)")
+                       help="algorithm config file, .py, .yaml or .json (default: %(default)s)")
+    train.add_argument("--out", default="runs/dqn",
+                       help="output folder; one that holds an earlier run is refused (default: %(default)s)")
+    train.add_argument("--overwrite", action="store_true", help="replace an earlier run in the output folder")
+    train.add_argument("--loop", choices=("fused", "host"), default=None,
+                       help="fused: many collect and learn steps per graph launch (the default where it can "
+                            "run); host: one launch per collect, learn and evaluation step")
     train.add_argument("--buffer", choices=("device", "numpy"), default="device",
                        help="device: ReplayBuffer sampled inside the learn graph; numpy: host buffer "
                             "(default: %(default)s)")
     train.add_argument("--env", choices=("mindspore", "gymnasium"), default="mindspore",
                        help="mindspore: batched CartPole inside the collect graph; gymnasium: "
                             "CartPole-v1 on the host (default: %(default)s)")
-    train.add_argument("--max-steps", type=int, default=None,
-                       help="environment-step budget (default: config)")
+    train.add_argument("--max-steps", type=_positive, default=None,
+                       help="environment-step budget, > 0 (default: config)")
     train.add_argument("--seed", type=int, default=None, help="random seed (default: config)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    evaluate = commands.add_parser("evaluate", help="play a trained agent's greedy episodes, print the mean return")
+    evaluate.add_argument("--checkpoint", required=True, help="a dqn_cartpole.ckpt written by train")
+    evaluate.add_argument("--episodes", type=_positive, default=100, help="episodes (default: %(default)s)")
+    evaluate.add_argument("--seed", type=int, default=0, help="seed of the start states (default: %(default)s)")
+    evaluate.add_argument("--frames", default=None,
+                          help="also write a PNG strip of frames of the first episode to this path (needs matplotlib)")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status (0 when the run finished, 2 on a usage error)."""
-    args = _parser().parse_args(argv)
-    import mindspore as ms
-
+def _train(args: argparse.Namespace) -> int:
     from mindspore_rl_buffer import load_config
     from mindspore_rl_buffer.apps.dqn import trainer
+    from mindspore_rl_buffer.apps.dqn.config import check_config, setting
     from mindspore_rl_buffer.apps.dqn.extras import MissingExtraError
 
-    ms.set_context(mode=ms.GRAPH_MODE)
     config_path = _resolve_config(args.config)
     if not config_path.is_file():
         print(f"error: config file {args.config!r} not found; run from the repository root or pass "
               "--config PATH", file=sys.stderr)
         return 2
-    config = load_config(config_path)
     if args.env == "gymnasium":
         try:
             import gymnasium  # noqa: F401
         except ImportError:
             print("error: --env gymnasium needs gymnasium: pip install gymnasium", file=sys.stderr)
             return 2
+    try:  # the config, the loop and the budget are checked before anything is built
+        config = load_config(config_path)
+        check_config(config)
+        loop = trainer.choose_loop(args.loop, args.buffer, args.env)
+    except (TypeError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     try:
-        result = trainer.train(config, args.out, buffer_kind=args.buffer, env_kind=args.env,
-                               max_steps=args.max_steps, seed=args.seed, progress=not args.no_progress)
-    except MissingExtraError as error:  # raised before any training
+        result = trainer.train(config, args.out, buffer_kind=args.buffer, env_kind=args.env, max_steps=args.max_steps,
+                               seed=args.seed, progress=not args.no_progress, loop=loop, overwrite=args.overwrite)
+    except (MissingExtraError, FileExistsError) as error:  # raised before any training
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"{result.env_steps} environment steps, {result.learn_steps} learn steps in "
-          f"{result.wall_time:.1f} s ({result.steps_per_second:.0f} environment steps/s)")
+          f"{result.wall_time:.1f} s ({result.steps_per_second:.0f} environment steps/s, {result.loop} loop)")
     print(f"learning curve: {result.curve_path}")
     print(f"checkpoint: {result.checkpoint_path}")
-    verdict = "CartPole-v1 solved" if result.solved else "CartPole-v1 not solved"
-    settings = config["trainer"]
-    episodes, threshold = settings["eval_episodes"], settings.get("solve_threshold", 475.0)
+    episodes, threshold = setting(config, "trainer", "eval_episodes"), setting(config, "trainer", "solve_threshold")
+    evaluations = setting(config, "trainer", "solve_evaluations")
+    if result.solved:
+        verdict = (f"CartPole-v1 solved, held at {evaluations} consecutive evaluations by {result.solved_at} "
+                   f"environment steps ({result.solve_time:.1f} s)")
+    else:
+        verdict = f"CartPole-v1 not solved (a solve must hold at {evaluations} consecutive evaluations)"
     print(f"final evaluation return: {result.final_eval_return:.1f} (mean of {episodes} greedy episodes; "
           f"threshold {threshold:g}): {verdict}")
     return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from mindspore_rl_buffer.apps.dqn import play
+    from mindspore_rl_buffer.apps.dqn.extras import MissingExtraError
+
+    if not Path(args.checkpoint).is_file():
+        print(f"error: checkpoint {args.checkpoint!r} not found (train writes runs/dqn/dqn_cartpole.ckpt)",
+              file=sys.stderr)
+        return 2
+    try:
+        returns = play.evaluate_checkpoint(args.checkpoint, args.episodes, args.seed, frames=args.frames)
+    except (MissingExtraError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"{len(returns)} greedy episodes: returns from {returns.min():.0f} to {returns.max():.0f}")
+    if args.frames:
+        print(f"frames of the first episode: {args.frames}")
+    print(f"mean return: {returns.mean():.1f}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 when the command finished, 2 on a usage error)."""
+    args = _parser().parse_args(argv)
+    import mindspore as ms
+
+    ms.set_context(mode=ms.GRAPH_MODE)
+    return _train(args) if args.command == "train" else _evaluate(args)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,9 @@
-"""The DQN trainer's config checks: the sections it reads, the environment, the buffer's columns.
+"""The DQN trainer's config checks: every section and setting it reads, the environment, the buffer's columns.
+
+:func:`check_config` runs before anything is built and names everything missing at once, so
+a config with only a ``replay_buffer`` entry, or a YAML file that copies the ``.py`` layout
+(a top-level ``algorithm_config:`` key), gets one clear error instead of a ``KeyError`` from
+deep in the trainer. :func:`setting` reads a checked setting or its default.
 
 The ``replay_buffer`` entry is read only through the library's config loader,
 :func:`mindspore_rl_buffer.config.buffer_arguments`, never through its raw keys, so every
@@ -7,6 +12,7 @@ name, dtypes MindSpore dtypes or their names.
 """
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +20,7 @@ from typing import Any
 import mindspore as ms
 
 from mindspore_rl_buffer import PriorityReplayBuffer
-from mindspore_rl_buffer.apps.dqn.cartpole import OBSERVATION_SIZE
+from mindspore_rl_buffer.apps.dqn.cartpole import MAX_EPISODE_STEPS, OBSERVATION_SIZE
 from mindspore_rl_buffer.config import buffer_arguments
 
 SECTIONS = ("replay_buffer", "learner", "policy", "environment", "trainer")
@@ -23,6 +29,33 @@ ENVIRONMENT = "CartPole-v1"
 COLUMNS = ("state", "action", "reward", "next_state", "terminated")
 COLUMN_SHAPES = ((OBSERVATION_SIZE,), (1,), (1,), (OBSERVATION_SIZE,), (1,))
 COLUMN_TYPES = (ms.float32, ms.int32, ms.float32, ms.float32, ms.float32)
+
+# The settings the trainer reads: (section, key) -> (kind, default); no default means required.
+# Kinds: "int>0", "int>=0", "number", "bool".
+_REQUIRED = object()
+SETTINGS: dict[tuple[str, str], tuple[str, Any]] = {
+    ("learner", "gamma"): ("number", _REQUIRED),
+    ("learner", "learning_rate"): ("number", _REQUIRED),
+    ("learner", "target_sync_period"): ("int>0", _REQUIRED),
+    ("learner", "double_dqn"): ("bool", True),
+    ("learner", "huber_delta"): ("number", 1.0),
+    ("policy", "epsilon_start"): ("number", _REQUIRED),
+    ("policy", "epsilon_end"): ("number", _REQUIRED),
+    ("policy", "epsilon_decay_steps"): ("int>0", _REQUIRED),
+    ("environment", "num_envs"): ("int>0", _REQUIRED),
+    ("environment", "max_episode_steps"): ("int>0", MAX_EPISODE_STEPS),
+    ("trainer", "max_steps"): ("int>0", _REQUIRED),
+    ("trainer", "learning_starts"): ("int>=0", _REQUIRED),
+    ("trainer", "learn_steps_per_collect"): ("int>0", _REQUIRED),
+    ("trainer", "eval_interval"): ("int>0", _REQUIRED),
+    ("trainer", "eval_episodes"): ("int>0", _REQUIRED),
+    ("trainer", "eval_starts"): ("int>=0", 0),
+    ("trainer", "solve_threshold"): ("number", 475.0),
+    ("trainer", "solve_evaluations"): ("int>0", 3),
+    ("trainer", "log_interval"): ("int>0", 50),
+    ("trainer", "seed"): ("int>=0", 0),
+}
+_KINDS = {"int>0": "an int > 0", "int>=0": "an int >= 0", "number": "a number", "bool": "a bool"}
 
 
 @dataclass(frozen=True)
@@ -44,8 +77,48 @@ def _names(types: Any) -> list[str]:
     return [str(dtype).lower() for dtype in types]
 
 
+def _valid(kind: str, value: Any) -> bool:
+    if kind == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    if kind == "number":
+        return True
+    return isinstance(value, numbers.Integral) and value >= (1 if kind == "int>0" else 0)
+
+
+def _check_sections(config: Any) -> None:
+    if not isinstance(config, Mapping):
+        raise TypeError(f"For 'train', the 'algorithm_config' must be a dict, but got {type(config).__name__}.")
+    missing = [section for section in SECTIONS if section not in config]
+    if missing:
+        hint = ""
+        if "algorithm_config" in config:
+            hint = (" A YAML or JSON config's top level is the algorithm_config itself: remove the "
+                    "'algorithm_config:' line and un-indent what was under it.")
+        raise ValueError(f"For 'train', the 'algorithm_config' must have the entries {list(SECTIONS)}, but "
+                         f"{', '.join(repr(s) for s in missing)} {'is' if len(missing) == 1 else 'are'} missing "
+                         f"(got {sorted(config)}).{hint}")
+    for section in SECTIONS:
+        if not isinstance(config[section], Mapping):
+            raise TypeError(f"For 'train', the '{section}' entry must be a dict, "
+                            f"but got {type(config[section]).__name__}.")
+
+
+def _check_settings(config: Mapping[str, Any]) -> None:
+    missing = [f"{section}.{key}" for (section, key), (_, default) in SETTINGS.items()
+               if default is _REQUIRED and key not in config[section]]
+    if missing:
+        raise ValueError(f"For 'train', the config must set {', '.join(repr(m) for m in missing)} "
+                         f"(see configs/dqn.py).")
+    for (section, key), (kind, _) in SETTINGS.items():
+        if key in config[section] and not _valid(kind, config[section][key]):
+            raise ValueError(f"For 'train', the '{section}.{key}' must be {_KINDS[kind]}, "
+                             f"but got {config[section][key]!r}.")
+
+
 def check_config(config: Mapping[str, Any]) -> BufferEntry:
-    """Check what the DQN trainer relies on: its sections, the environment and the buffer's columns.
+    """Check what the DQN trainer relies on: its sections and settings, the environment, the buffer's columns.
 
     Args:
         config (dict): The ``algorithm_config`` (see ``configs/dqn.py``); it is not changed.
@@ -56,10 +129,12 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
     Raises:
         TypeError: If the config or one of its sections is not a dict, or the buffer entry
             has a value of the wrong type (as :func:`~mindspore_rl_buffer.config.buffer_arguments`).
-        ValueError: Naming the first missing section, an environment other than
-            CartPole-v1, a buffer entry the library's loader refuses, ``number`` other than 1,
-            a ``PriorityReplayBuffer`` (its ``sample`` returns weights and slots too), or
-            buffer columns other than (state, action, reward, next_state, terminated).
+        ValueError: Naming every missing section (and, for a top-level ``algorithm_config`` key,
+            how to fix a YAML file), every missing setting, a setting of the wrong kind, an
+            environment other than CartPole-v1, a buffer entry the library's loader refuses,
+            ``number`` other than 1, a ``PriorityReplayBuffer`` (its ``sample`` returns weights
+            and slots too), or buffer columns other than (state, action, reward, next_state,
+            terminated).
 
     Examples:
         >>> import copy
@@ -67,28 +142,25 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
         >>> from mindspore_rl_buffer.configs.dqn import algorithm_config
         >>> config = copy.deepcopy(algorithm_config)
         >>> entry = check_config(config)
-        >>> entry.buffer_type.__name__, entry.capacity, entry.sample_size
-        ('ReplayBuffer', 100000, 64)
+        >>> entry.buffer_type.__name__, entry.capacity
+        ('ReplayBuffer', 100000)
         >>> config['replay_buffer'] = {'number': 1, 'type': 'ReplayBuffer', 'params': {
         ...     'capacity': 256, 'sample_size': 32, 'data_shape': [(4,), (1,), (1,), (4,), (1,)],
         ...     'data_type': ['float32', 'int32', 'float32', 'float32', 'float32']}}
         >>> check_config(config).capacity
         256
+        >>> check_config({'replay_buffer': config['replay_buffer']})
+        Traceback (most recent call last):
+        ...
+        ValueError: For 'train', the 'algorithm_config' must have the entries [...], but 'learner', ... are missing ...
         >>> config['environment'] = {'name': 'Pendulum-v1', 'num_envs': 8}
         >>> check_config(config)
         Traceback (most recent call last):
         ...
         ValueError: For 'train', the 'environment.name' must be 'CartPole-v1' ..., but got 'Pendulum-v1'.
     """
-    if not isinstance(config, Mapping):
-        raise TypeError(f"For 'train', the 'algorithm_config' must be a dict, but got {type(config).__name__}.")
-    for section in SECTIONS:
-        if section not in config:
-            raise ValueError(f"For 'train', the 'algorithm_config' must have a '{section}' entry, "
-                             f"but got the entries {sorted(config)}.")
-        if not isinstance(config[section], Mapping):
-            raise TypeError(f"For 'train', the '{section}' entry must be a dict, "
-                            f"but got {type(config[section]).__name__}.")
+    _check_sections(config)
+    _check_settings(config)
     name = config["environment"].get("name", ENVIRONMENT)
     if name != ENVIRONMENT:
         raise ValueError(f"For 'train', the 'environment.name' must be '{ENVIRONMENT}' (the only environment "
@@ -108,3 +180,9 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
         raise ValueError(f"For 'train', the replay buffer's 'data_type' must be {_names(COLUMN_TYPES)} "
                          f"({', '.join(COLUMNS)}), but got {_names(arguments['data_type'])}.")
     return BufferEntry(buffer_type, arguments["capacity"], arguments["sample_size"])
+
+
+def setting(config: Mapping[str, Any], section: str, key: str) -> Any:
+    """The value of ``section.key`` in a checked ``config``, or its default (see :data:`SETTINGS`)."""
+    _, default = SETTINGS[(section, key)]
+    return config[section].get(key, default)

@@ -1,8 +1,10 @@
 """Evaluation: the greedy policy plays one episode per environment; the returns come back.
 
-On the MindSpore CartPoles :class:`EvalStep` steps every environment in one compiled graph
-and :func:`evaluate_mindspore` reads whether any is still playing every 50 steps; on
-gymnasium's CartPole-v1, :func:`evaluate_gymnasium` steps them in a host loop.
+On the MindSpore CartPoles, :class:`EvalLoop` plays every episode to its end inside one
+compiled graph (a ``while`` loop over the environment steps): one launch per evaluation, what
+the fused training loop uses. :class:`EvalStep` is the host loop's evaluator, one launch per
+environment step, with :func:`evaluate_mindspore` reading whether any episode is still going
+every 50 steps. On gymnasium's CartPole-v1, :func:`evaluate_gymnasium` steps them on the host.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, jit, nn, ops
 
-from mindspore_rl_buffer.apps.dqn.cartpole import CartPole
+from mindspore_rl_buffer.apps.dqn.cartpole import CartPole, cartpole_step
 from mindspore_rl_buffer.apps.dqn.policy import GreedyAction
 
 
@@ -53,6 +55,54 @@ class EvalStep(nn.Cell):
         alive = self.alive * (1.0 - ops.logical_or(terminated, truncated).astype(ms.float32))
         ops.assign(self.alive, alive)
         return (alive > 0).astype(ms.int32).sum().astype(ms.int32), next_state
+
+
+class EvalLoop(nn.Cell):
+    """Greedy episodes on a batch of MindSpore CartPoles, all played to their end in one launch.
+
+    Each call draws fresh start states (``env``'s reset), then steps the dynamics inside a
+    graph ``while`` loop until every episode has ended (terminated, or truncated at
+    ``max_episode_steps``), summing each episode's reward as it goes. The state is carried by
+    the loop, not written to ``env``'s Parameters, and finished episodes are not restarted:
+    about half the kernels of a training step of the environments.
+
+    Args:
+        q_net (nn.Cell): The network whose greedy actions are evaluated.
+        env (CartPole): One environment per evaluation episode.
+
+    Outputs:
+        Tensor, float32, ``(env.num_envs,)``: the return of each episode.
+
+    Supported Platforms:
+        ``GPU`` ``CPU``
+
+    Examples:
+        >>> import mindspore as ms
+        >>> from mindspore_rl_buffer.apps.dqn.cartpole import CartPole, cartpole_step
+        >>> from mindspore_rl_buffer.apps.dqn.evaluation import EvalLoop
+        >>> from mindspore_rl_buffer.apps.dqn.networks import QNetwork
+        >>> returns = EvalLoop(QNetwork(4, 2, (8,)), CartPole(5, max_episode_steps=20))().asnumpy()
+        >>> returns.shape, bool(((1 <= returns) & (returns <= 20)).all())
+        ((5,), True)
+    """
+
+    def __init__(self, q_net: nn.Cell, env: CartPole) -> None:
+        super().__init__()
+        self.policy = GreedyAction(q_net)
+        self.env = env
+        self.max_episode_steps = Tensor(env.max_episode_steps, ms.int32)
+
+    def construct(self):
+        state = self.env.reset()
+        returns = ops.zeros_like(state[:, 0])
+        alive = ops.ones_like(returns)
+        steps = Tensor(0, ms.int32)
+        while ops.logical_and(steps < self.max_episode_steps, alive.sum() > 0):
+            state, terminated = cartpole_step(state, self.policy(state))
+            returns = returns + alive  # a reward of 1 for every step, the terminating one included
+            alive = alive * (1.0 - terminated.astype(ms.float32))
+            steps = steps + 1
+        return returns
 
 
 def evaluate_mindspore(step: EvalStep, max_episode_steps: int) -> np.ndarray:

@@ -1,8 +1,11 @@
-"""The Q-network and the host-side copy of its weights into the target network."""
+"""The Q-network, the host-side copy of its weights into the target network, and its checkpoint."""
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from pathlib import Path
 
+import mindspore as ms
 from mindspore import nn
 
 
@@ -60,3 +63,41 @@ def copy_weights(source: nn.Cell, target: nn.Cell) -> None:
     """
     for src, dst in zip(source.get_parameters(), target.get_parameters()):
         dst.set_data(src.data.copy())
+
+
+# A parameter's name ends in ``layers.<i>.weight`` or ``layers.<i>.bias`` whatever Cells hold the
+# network (MindSpore prefixes it with the path of the last parent Cell it was assigned to).
+_LAYER = re.compile(r"(?:^|\.)(layers\.\d+\.(?:weight|bias))$")
+
+
+def save_q_network(q_net: QNetwork, path: str | Path) -> None:
+    """Write ``q_net``'s weights to a MindSpore checkpoint under names of its own (``layers.0.weight``, ...)."""
+    entries = []
+    for parameter in q_net.get_parameters():
+        match = _LAYER.search(parameter.name)
+        entries.append({"name": match.group(1) if match else parameter.name, "data": parameter})
+    ms.save_checkpoint(entries, str(path))
+
+
+def load_q_network(path: str | Path) -> QNetwork:
+    """A :class:`QNetwork` with the weights of a checkpoint :func:`save_q_network` (or ``train``) wrote.
+
+    The layer sizes are read from the weights' shapes.
+
+    Raises:
+        ValueError: If the file holds no Q-network weights (``layers.<i>.weight`` and ``.bias``).
+    """
+    weights = {}
+    for name, parameter in ms.load_checkpoint(str(path)).items():
+        match = _LAYER.search(name)
+        if match:
+            weights[match.group(1)] = parameter.asnumpy()
+    layers = sorted({int(name.split(".")[1]) for name in weights})
+    if not layers or any(f"layers.{i}.{part}" not in weights for i in layers for part in ("weight", "bias")):
+        raise ValueError(f"For 'evaluate', the checkpoint '{path}' must hold a Q-network's weights "
+                         f"('layers.<i>.weight' and '.bias'), but got {sorted(weights) or 'none'}.")
+    shapes = [weights[f"layers.{i}.weight"].shape for i in layers]  # (out, in) per Dense layer
+    q_net = QNetwork(shapes[0][1], shapes[-1][0], [shape[0] for shape in shapes[:-1]])
+    for parameter in q_net.get_parameters():
+        parameter.set_data(ms.Tensor(weights[_LAYER.search(parameter.name).group(1)]))
+    return q_net

@@ -5,6 +5,7 @@ import mindspore as ms
 from mindspore import Parameter, Tensor, nn, ops
 
 from mindspore_rl_buffer.apps.dqn.cartpole import NUM_ACTIONS
+from mindspore_rl_buffer.apps.dqn.draws import integers, uniform
 
 
 class EpsilonGreedy(nn.Cell):
@@ -36,8 +37,6 @@ class EpsilonGreedy(nn.Cell):
         self.epsilon_end = float(epsilon_end)
         self.epsilon_decay_steps = float(max(int(epsilon_decay_steps), 1))
         self.steps = Parameter(Tensor(0, ms.int32), name="policy_steps", requires_grad=False)
-        self._zero = Tensor(0, ms.int32)
-        self._num_actions = Tensor(NUM_ACTIONS, ms.int32)
 
     def epsilon(self):
         """The current epsilon, a float32 scalar tensor."""
@@ -47,8 +46,8 @@ class EpsilonGreedy(nn.Cell):
     def construct(self, observation):
         n = observation.shape[0]
         greedy = ops.argmax(self.q_net(observation), dim=1).astype(ms.int32)
-        random_action = ops.uniform((n,), self._zero, self._num_actions, dtype=ms.int32)
-        explore = ops.rand((n,), dtype=ms.float32) < self.epsilon()
+        random_action = integers((n,), NUM_ACTIONS)
+        explore = uniform((n,)) < self.epsilon()
         ops.assign(self.steps, self.steps + n)
         return ops.where(explore, random_action, greedy)
 

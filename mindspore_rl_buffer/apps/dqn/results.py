@@ -7,7 +7,13 @@ from pathlib import Path
 
 @dataclass
 class TrainResult:
-    """What :func:`train` did: histories, the final evaluation and the files written."""
+    """What :func:`~.trainer.train` did: histories, the solve, the final evaluation and the files written.
+
+    ``solved`` means a held solve: the mean greedy return reached the threshold at the
+    configured number of consecutive evaluations, the last of them at ``solved_at``
+    environment steps, ``solve_time`` seconds into the run (compilation and evaluations
+    included). ``wall_time`` is the whole loop's.
+    """
 
     solved: bool
     final_eval_return: float
@@ -20,3 +26,6 @@ class TrainResult:
     loss_history: list[tuple[int, float]] = field(default_factory=list)
     curve_path: Path | None = None
     checkpoint_path: Path | None = None
+    loop: str = "fused"
+    solved_at: int | None = None
+    solve_time: float | None = None

@@ -1,22 +1,49 @@
-"""What the DQN app's tests share: the shipped config and a shrunk copy of it for short runs."""
+"""What the DQN app's tests share: the shipped config, a shrunk copy of it for short runs, gymnasium's
+steps from given states, and a buffer's contents."""
 from __future__ import annotations
 
 import copy
 from pathlib import Path
 from typing import Any
 
-from mindspore_rl_buffer import load_config
+import gymnasium
+import mindspore as ms
+import numpy as np
 
-CONFIG = Path(__file__).resolve().parents[3] / "configs" / "dqn.py"
+from mindspore_rl_buffer import ReplayBuffer, load_config
+
+ROOT = Path(__file__).resolve().parents[3]
+CONFIG = ROOT / "configs" / "dqn.py"
 
 
 def small_config(**trainer: Any) -> dict:
     """The shipped config, shrunk for a test run of a few hundred steps."""
     config = copy.deepcopy(load_config(CONFIG))
     config["replay_buffer"]["capacity"] = 256
+    config["replay_buffer"]["sample_size"] = 64  # the tests' figures do not follow the shipped batch
     config["environment"]["num_envs"] = 4
     config["learner"]["target_sync_period"] = 10_000  # a fixed target: the loss is a regression
     config["trainer"].update(learning_starts=100, learn_steps_per_collect=4, eval_interval=10_000,
                              eval_episodes=2, log_interval=5, max_steps=600)
     config["trainer"].update(trainer)
     return config
+
+
+def gym_reference(states: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """gymnasium's CartPole-v1 stepped from each state: next states and terminal flags."""
+    env = gymnasium.make("CartPole-v1").unwrapped
+    env.reset(seed=0)
+    next_states, terminals = [], []
+    for state, action in zip(states, actions):
+        env.state = state.astype(np.float64)
+        env.steps_beyond_terminated = None
+        next_state, _, terminated, _, _ = env.step(int(action))
+        next_states.append(next_state)
+        terminals.append(terminated)
+    return np.stack(next_states), np.array(terminals, np.float32)
+
+
+def stored(buffer: ReplayBuffer) -> list[np.ndarray]:
+    """Every stored item, oldest first, per column."""
+    size = int(buffer.size().asnumpy())
+    return [column.asnumpy() for column in buffer.get_item(ms.Tensor(np.arange(size, dtype=np.int32)))]

@@ -1,15 +1,21 @@
-"""The trainer's config checks read the buffer entry through the library's loader, in every form."""
+"""The trainer's config checks: the buffer entry read through the library's loader in every form, every
+section and setting checked up front, and the YAML config equivalent to the Python one."""
 from __future__ import annotations
 
 import copy
+import json
 
+import mindspore as ms
 import numpy as np
 import pytest
 
-from mindspore_rl_buffer import ReplayBuffer
+from mindspore_rl_buffer import ReplayBuffer, load_config
 from mindspore_rl_buffer.apps.dqn import build_agent, check_config, train
 from mindspore_rl_buffer.apps.dqn.numpy_buffer import NumpyReplayBuffer
-from tests.apps.dqn.helpers import small_config
+from mindspore_rl_buffer.config import buffer_arguments
+from tests.apps.dqn.helpers import CONFIG, ROOT, small_config
+
+YAML = ROOT / "configs" / "dqn.yaml"
 
 COLUMN_NAMES = ["float32", "int32", "float32", "float32", "float32"]
 
@@ -98,3 +104,66 @@ def test_the_data_parallel_config_passes_the_checks():
 
     entry = check_config(algorithm_config)
     assert entry.buffer_type.__name__ == "ShardedReplayBuffer" and entry.capacity == 100000
+
+
+def _normalized(config: dict) -> dict:
+    """A config with its buffer entry as the library's loader reads it and every sequence a list."""
+    buffer_type, number, arguments = buffer_arguments(config["replay_buffer"])
+    normal = json.loads(json.dumps({key: value for key, value in config.items() if key != "replay_buffer"},
+                                   default=list))
+    normal["replay_buffer"] = {"type": buffer_type, "number": number,
+                               **{key: [list(x) for x in value] if key == "data_shape" else value
+                                  for key, value in arguments.items()}}
+    return normal
+
+
+def test_the_yaml_config_is_the_python_config():
+    assert _normalized(load_config(YAML)) == _normalized(load_config(CONFIG))
+
+
+def test_the_yaml_and_python_configs_train_the_same_agent(tmp_path):
+    """The same shrink applied to both files; the same seed; the checkpoints must be identical."""
+    weights = []
+    for path in (CONFIG, YAML):
+        config = load_config(path)
+        config["replay_buffer"]["capacity"] = 256
+        config["environment"]["num_envs"] = 4
+        config["trainer"].update(learning_starts=100, eval_episodes=2, max_steps=300)
+        result = train(config, tmp_path / path.suffix.lstrip("."), seed=0, progress=False)
+        assert result.learn_steps > 0
+        weights.append(ms.load_checkpoint(str(result.checkpoint_path)))
+    assert weights[0].keys() == weights[1].keys() and len(weights[0]) == 6
+    for name in weights[0]:
+        np.testing.assert_array_equal(weights[0][name].asnumpy(), weights[1][name].asnumpy())
+
+
+def test_every_missing_section_is_named_at_once():
+    with pytest.raises(ValueError, match=r"'learner', 'policy', 'environment', 'trainer' are missing "
+                                         r"\(got \['replay_buffer'\]\)\.$"):
+        check_config({"replay_buffer": small_config()["replay_buffer"]})
+
+
+def test_a_yaml_file_with_the_python_layout_is_told_its_top_level():
+    with pytest.raises(ValueError, match="A YAML or JSON config's top level is the algorithm_config itself: remove "
+                                         "the 'algorithm_config:' line"):
+        check_config({"algorithm_config": small_config()})
+
+
+def test_every_missing_setting_is_named_before_anything_is_built():
+    config = small_config()
+    del config["trainer"]["max_steps"], config["learner"]["gamma"]
+    with pytest.raises(ValueError, match=r"the config must set 'learner\.gamma', 'trainer\.max_steps' \(see "):
+        check_config(config)
+    with pytest.raises(ValueError, match=r"'learner\.gamma'"):
+        train(config, progress=False)
+
+
+@pytest.mark.parametrize(("section", "key", "value", "kind"), [
+    ("trainer", "max_steps", 0, "an int > 0"), ("trainer", "max_steps", -5, "an int > 0"),
+    ("trainer", "eval_interval", 2.5, "an int > 0"), ("trainer", "learning_starts", True, "an int >= 0"),
+    ("learner", "learning_rate", "fast", "a number"), ("learner", "double_dqn", 1, "a bool")])
+def test_a_setting_of_the_wrong_kind_is_named(section, key, value, kind):
+    config = small_config()
+    config[section][key] = value
+    with pytest.raises(ValueError, match=rf"the '{section}.{key}' must be {kind}, but got {value!r}\."):
+        check_config(config)

@@ -1,0 +1,240 @@
+"""The main job, host loop against fused loop, in one run: ``python -m benchmarks.dqn_solve``.
+
+Three measurements, each interleaved so both loops see the same machine load:
+
+* **throughput**: environment steps/s of training (collect and learn steps, no evaluation) for
+  the host loop and the fused loop on the same config, in alternating rounds, at today's
+  learn ratio (4 learn steps per collect of 8 environments) and at the shipped config's;
+* **evaluation**: one evaluation of 100 greedy 500-step episodes, the host loop's evaluator
+  (one launch per environment step) against the fused loop's (one launch), alternating;
+* **held solve**: for every seed, ``train`` until a held solve (the mean return of 100 greedy
+  episodes >= 475 at 3 consecutive evaluations, 2,500 environment steps apart) with today's
+  default (host loop, 4 learn steps per collect, batch 64, target sync every 100 learn steps),
+  then the shipped config on the host loop and on the fused loop, one after the other.
+
+It prints Markdown tables and writes ``results.json`` and ``held_solve.png`` (every seed's
+evaluations, the held ones filled in) to ``--out`` (default ``benchmarks/results/dqn``).
+``--smoke`` runs every part at tiny sizes (no timing claims).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import mindspore as ms
+import numpy as np
+from mindspore import Tensor
+
+from benchmarks.common import table
+from mindspore_rl_buffer import load_config
+from mindspore_rl_buffer.apps.dqn import build_agent, train
+from mindspore_rl_buffer.apps.dqn.cartpole import CartPole
+from mindspore_rl_buffer.apps.dqn.evaluation import EvalLoop, EvalStep, evaluate_mindspore
+from mindspore_rl_buffer.apps.dqn.loops import FusedLoop, HostLoop
+from mindspore_rl_buffer.apps.dqn.networks import QNetwork
+
+ROOT = Path(__file__).resolve().parents[1]
+ANCHOR = 4200  # Flashbax's host-loop DQN example on CartPole, environment steps/s on CPU
+TODAY = {"learn_steps_per_collect": 4, "sample_size": 64, "target_sync_period": 100}
+
+
+def with_settings(config: dict[str, Any], learn_steps_per_collect: int, sample_size: int,
+                  target_sync_period: int) -> dict[str, Any]:
+    """``config`` with another learn ratio, batch and target-sync period."""
+    config = copy.deepcopy(config)
+    config["trainer"]["learn_steps_per_collect"] = learn_steps_per_collect
+    config["replay_buffer"]["sample_size"] = sample_size
+    config["learner"]["target_sync_period"] = target_sync_period
+    return config
+
+
+def settings_of(config: dict[str, Any]) -> dict[str, int]:
+    return {"learn_steps_per_collect": config["trainer"]["learn_steps_per_collect"],
+            "sample_size": config["replay_buffer"]["sample_size"],
+            "target_sync_period": config["learner"]["target_sync_period"]}
+
+
+def throughput(config: dict[str, Any], iterations: int, rounds: int) -> dict[str, Any]:
+    """Training environment steps/s of the host and the fused loop, alternating round by round."""
+    loops = {}
+    for name in ("host", "fused"):
+        agent = build_agent(config, seed=0)
+        loop = FusedLoop(agent) if name == "fused" else HostLoop(agent, config["trainer"]["learn_steps_per_collect"])
+        warmup = -(-config["trainer"]["learning_starts"] // config["environment"]["num_envs"])
+        loop.run(warmup, learn=False)
+        loop.run(2, learn=True)  # compiles
+        loops[name] = loop
+    steps = iterations * config["environment"]["num_envs"]
+    rates: dict[str, list[float]] = {name: [] for name in loops}
+    for _ in range(rounds):
+        for name, loop in loops.items():
+            start = time.perf_counter()
+            loop.run(iterations, learn=True)
+            rates[name].append(steps / (time.perf_counter() - start))
+    return {"steps_per_second": {name: statistics.median(values) for name, values in rates.items()},
+            "ratio": statistics.median(f / h for f, h in zip(rates["fused"], rates["host"])),
+            "per_round": rates}
+
+
+def balancing_network() -> QNetwork:
+    """A 128x128 Q-network whose greedy action balances the pole for 500 steps: full-length evaluations."""
+    q_net = QNetwork(4, 2, (128, 128))
+    controller = np.array([0.05, 0.1, 1.0, 1.0], np.float32)
+    values = [np.zeros(p.shape, np.float32) for p in q_net.get_parameters()]
+    values[0][0], values[0][1] = controller, -controller
+    values[2][0, 0] = values[2][1, 1] = 1.0
+    values[4][1, 0], values[4][1, 1] = 1.0, -1.0
+    for parameter, value in zip(q_net.get_parameters(), values):
+        parameter.set_data(Tensor(value))
+    return q_net
+
+
+def evaluation(episodes: int, rounds: int) -> dict[str, Any]:
+    """Seconds per evaluation of ``episodes`` 500-step greedy episodes: per-step launches against one launch."""
+    q_net = balancing_network()
+    step, loop = EvalStep(q_net, CartPole(episodes)), EvalLoop(q_net, CartPole(episodes))
+    calls = {"host": lambda: evaluate_mindspore(step, 500), "fused": lambda: loop().asnumpy()}
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    returns = {name: float(np.mean(call())) for name, call in calls.items()}  # compiles
+    for _ in range(rounds):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - start)
+    return {"seconds": {name: statistics.median(values) for name, values in times.items()},
+            "ratio": statistics.median(h / f for h, f in zip(times["host"], times["fused"])),
+            "mean_return": returns, "per_round": times}
+
+
+def held_solve(config: dict[str, Any], seed: int, loop: str, max_steps: int) -> dict[str, Any]:
+    """One ``train`` run to a held solve (or the budget): steps, times, evaluations."""
+    start = time.perf_counter()
+    result = train(config, seed=seed, max_steps=max_steps, progress=False, loop=loop)
+    return {"seed": seed, "loop": loop, "settings": settings_of(config), "solved": result.solved,
+            "solved_at": result.solved_at, "solve_time": result.solve_time,
+            "train_seconds": time.perf_counter() - start,
+            "env_steps": result.env_steps, "steps_per_second": result.steps_per_second,
+            "evaluations": result.eval_history}
+
+
+def plot(runs: list[dict[str, Any]], path: Path, threshold: float, evaluations: int, date: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    variants = list(dict.fromkeys(run["variant"] for run in runs))
+    figure, axes = plt.subplots(1, len(variants), figsize=(5 * len(variants), 4), sharey=True, squeeze=False)
+    for axis, variant in zip(axes[0], variants):
+        for run in (r for r in runs if r["variant"] == variant):
+            steps, values = zip(*run["evaluations"])
+            line, = axis.plot(steps, values, "o-", markersize=3, mfc="none", linewidth=1, label=f"seed {run['seed']}")
+            if run["solved"]:
+                held = [(s, v) for s, v in run["evaluations"] if s <= run["solved_at"]][-evaluations:]
+                axis.plot(*zip(*held), "o", color=line.get_color(), markersize=5)
+        axis.axhline(threshold, color="grey", linestyle="--", linewidth=1)
+        axis.set(title=variant, xlabel="environment steps")
+        axis.legend(fontsize=7, loc="lower right")
+    axes[0][0].set_ylabel("mean greedy return, 100 episodes")
+    figure.suptitle(f"DQN on CartPole-v1: evaluations to a held solve (filled: the {evaluations} held ones), "
+                    f"measured {date}", fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def report(results: dict[str, Any]) -> str:
+    lines = [f"measured {results['date']}, {results['machine']}", ""]
+    rows = []
+    for name, part in results["throughput"].items():
+        rate = part["steps_per_second"]
+        rows.append([name, f"{rate['host']:,.0f}", f"{rate['fused']:,.0f}", f"{part['ratio']:.2f}x",
+                     f"{rate['fused'] / ANCHOR:.2f}x"])
+    lines.append(table(rows, ["training throughput (no evaluation)", "host loop, env steps/s",
+                              "fused loop, env steps/s", "fused / host (median of rounds)",
+                              f"fused / {ANCHOR:,} (Flashbax anchor)"]))
+    ev = results["evaluation"]
+    lines += ["", table([["100 greedy 500-step episodes", f"{ev['seconds']['host'] * 1e3:,.0f}",
+                          f"{ev['seconds']['fused'] * 1e3:,.0f}", f"{ev['ratio']:.1f}x"]],
+                        ["evaluation", "host: one launch per step, ms", "fused: one launch, ms",
+                         "speed-up (median of rounds)"])]
+    rows = []
+    for run in results["runs"]:
+        held = f"{run['solved_at']:,}" if run["solved"] else f"not held in {run['env_steps']:,}"
+        time_to = f"{run['solve_time']:.1f}" if run["solved"] else "-"
+        rows.append([run["variant"], run["seed"], held, time_to, f"{run['steps_per_second']:,.0f}"])
+    lines += ["", table(rows, ["variant", "seed", "env steps to a held solve", "seconds to a held solve",
+                               "env steps/s (with evaluations)"])]
+    rows = []
+    for variant, summary in results["summary"].items():
+        rows.append([variant, f"{summary['held']}/{summary['seeds']}", summary["median_steps"],
+                     summary["median_seconds"], summary["seconds"]])
+    lines += ["", table(rows, ["variant", "held solves", "median env steps", "median seconds", "seconds per seed"])]
+    return "\n".join(lines)
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    summary = {}
+    for variant in dict.fromkeys(run["variant"] for run in runs):
+        mine = [run for run in runs if run["variant"] == variant]
+        held = [run for run in mine if run["solved"]]
+        summary[variant] = {
+            "seeds": len(mine), "held": len(held),
+            "median_steps": f"{statistics.median(r['solved_at'] for r in held):,.0f}" if held else "-",
+            "median_seconds": f"{statistics.median(r['solve_time'] for r in held):.1f}" if held else "-",
+            "seconds": " / ".join(f"{r['solve_time']:.0f}" if r["solved"] else "-" for r in mine)}
+    return summary
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--max-steps", type=int, default=150_000, help="budget of each run")
+    parser.add_argument("--out", default="benchmarks/results/dqn", help="where the JSON and the plot go")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI; no timing claims")
+    args = parser.parse_args(argv)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    shipped = load_config(ROOT / "configs" / "dqn.py")
+    today = with_settings(shipped, **TODAY)
+    if args.smoke:
+        for config in (shipped, today):
+            config["trainer"].update(learning_starts=64, eval_starts=0, eval_interval=64, eval_episodes=4)
+        args.seeds, args.max_steps = args.seeds[:1], 192
+    sizes = (5, 2) if args.smoke else (50, 8)
+    started = time.perf_counter()
+    results: dict[str, Any] = {
+        "date": datetime.date.today().isoformat(),
+        "machine": "2-core CPU shared with other jobs, MindSpore " + ms.__version__ + ", GRAPH_MODE",
+        "settings": {"today": settings_of(today), "shipped": settings_of(shipped)}}
+    results["throughput"] = {
+        f"today's ratio ({TODAY['learn_steps_per_collect']} learn steps per collect)": throughput(today, *sizes),
+        f"shipped ratio ({shipped['trainer']['learn_steps_per_collect']} per collect)": throughput(shipped, *sizes)}
+    results["evaluation"] = evaluation(4 if args.smoke else 100, 2 if args.smoke else 8)
+    runs = []
+    for seed in args.seeds:  # the variants one after the other for each seed: the same machine state
+        for variant, config, loop in (("today's default, host loop", today, "host"),
+                                      ("shipped config, host loop", shipped, "host"),
+                                      ("shipped config, fused loop", shipped, "fused")):
+            run = held_solve(config, seed, loop, args.max_steps)
+            run["variant"] = variant
+            runs.append(run)
+            print(f"seed {seed}, {variant}: held at {run['solved_at']} in {run['solve_time']} s", flush=True)
+    results["runs"], results["summary"] = runs, summarize(runs)
+    print(report(results))
+    threshold = shipped["trainer"].get("solve_threshold", 475.0)
+    plot(runs, out / "held_solve.png", threshold, shipped["trainer"].get("solve_evaluations", 3), results["date"])
+    (out / "results.json").write_text(json.dumps(results, indent=2, default=str))
+    print(f"\nplot: {out / 'held_solve.png'}; figures: {out / 'results.json'}; {time.perf_counter() - started:.0f} s")
+    return results
+
+
+if __name__ == "__main__":
+    main()

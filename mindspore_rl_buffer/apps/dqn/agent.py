@@ -1,0 +1,159 @@
+"""The agent: networks, buffer, the collect and learn graphs, the fused loop and the evaluators, built from a config.
+
+Three variants share the same networks and :class:`~.learner.Update` graph: the device
+buffer with the MindSpore CartPoles (the default, and the only one the fused loop can run,
+since everything lives in graphs), ``buffer='numpy'`` (a
+:class:`~.numpy_buffer.NumpyReplayBuffer` sampled on the host, the batch converted: the
+baseline) and ``env='gymnasium'`` (gymnasium's CartPole-v1 stepped on the host, each step
+inserted by the buffer's direct call).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import mindspore as ms
+import numpy as np
+from mindspore import Tensor
+
+from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, create_buffer
+from mindspore_rl_buffer.apps.dqn.cartpole import NUM_ACTIONS, OBSERVATION_SIZE, CartPole
+from mindspore_rl_buffer.apps.dqn.collect import ActStep
+from mindspore_rl_buffer.apps.dqn.collectors import (
+    Collector,
+    DeviceCollector,
+    DeviceEnvHostBufferCollector,
+    GymCollector,
+    make_gym_envs,
+)
+from mindspore_rl_buffer.apps.dqn.config import COLUMN_SHAPES, COLUMN_TYPES, check_config, setting
+from mindspore_rl_buffer.apps.dqn.evaluation import EvalLoop, EvalStep, evaluate_gymnasium, evaluate_mindspore
+from mindspore_rl_buffer.apps.dqn.fused import TrainLoop
+from mindspore_rl_buffer.apps.dqn.learner import DQNLoss, LearnStep, Update
+from mindspore_rl_buffer.apps.dqn.networks import QNetwork, copy_weights
+from mindspore_rl_buffer.apps.dqn.numpy_buffer import NumpyReplayBuffer
+from mindspore_rl_buffer.apps.dqn.optimizer import Adam
+from mindspore_rl_buffer.apps.dqn.policy import EpsilonGreedy, GreedyAction
+
+BUFFERS = ("device", "numpy")
+ENVS = ("mindspore", "gymnasium")
+
+
+@dataclass
+class DQNAgent:
+    """The Cells and buffer of one DQN run, built by :func:`build_agent`.
+
+    ``train_loop``, ``warmup_loop`` (the same loop without learn steps, for the steps before
+    ``learning_starts``) and ``eval_loop`` are the fused graphs; they exist for the device
+    buffer with the MindSpore CartPoles only.
+    """
+
+    q_net: QNetwork
+    target_net: QNetwork
+    policy: EpsilonGreedy
+    update: Update
+    buffer: ReplayBuffer | ShardedReplayBuffer | NumpyReplayBuffer
+    learn: Callable[[], Tensor]
+    collector: Collector
+    evaluate: Callable[[], np.ndarray]
+    train_loop: TrainLoop | None = None
+    warmup_loop: TrainLoop | None = None
+    eval_loop: EvalLoop | None = None
+
+
+def ranks(buffer: Any) -> tuple[int, int]:
+    """``(world_size, rank)`` of a data-parallel job over a ShardedReplayBuffer, else ``(1, 0)``."""
+    if isinstance(buffer, ShardedReplayBuffer):
+        return buffer.world_size, buffer.rank
+    return 1, 0
+
+
+def check_kinds(buffer_kind: str, env_kind: str) -> None:
+    """Raise a ValueError naming ``buffer_kind`` or ``env_kind`` if it is not one of :data:`BUFFERS`, :data:`ENVS`."""
+    if buffer_kind not in BUFFERS:
+        raise ValueError(f"For 'train', the 'buffer' must be 'device' or 'numpy', but got {buffer_kind!r}.")
+    if env_kind not in ENVS:
+        raise ValueError(f"For 'train', the 'env' must be 'mindspore' or 'gymnasium', but got {env_kind!r}.")
+
+
+def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: str = "mindspore",
+                seed: int = 0) -> DQNAgent:
+    """Build networks, buffer, collect and learn graphs, the fused loop and the evaluators from ``config``.
+
+    Args:
+        config (dict): The ``algorithm_config`` (see ``configs/dqn.py``).
+        buffer_kind (str): ``'device'`` (the ReplayBuffer, sampled inside the learn graph) or
+            ``'numpy'`` (a host buffer sampled in Python). Default: ``'device'``.
+        env_kind (str): ``'mindspore'`` (batched CartPole in the collect graph) or
+            ``'gymnasium'`` (gymnasium CartPole-v1 on the host). Default: ``'mindspore'``.
+        seed (int): Seeds MindSpore, the numpy buffer and the gymnasium environments. Default: ``0``.
+
+    Returns:
+        DQNAgent.
+
+    Raises:
+        TypeError, ValueError: If a kind is unknown or the config is not one the trainer can
+            run (see :func:`~mindspore_rl_buffer.apps.dqn.config.check_config`).
+        ImportError: If ``env_kind='gymnasium'`` and gymnasium is not installed.
+    """
+    check_kinds(buffer_kind, env_kind)
+    entry = check_config(config)
+
+    def get(section: str, key: str) -> Any:
+        return setting(config, section, key)
+
+    num_envs, max_episode_steps = get("environment", "num_envs"), get("environment", "max_episode_steps")
+    eval_episodes = get("trainer", "eval_episodes")
+    gym_envs = make_gym_envs(num_envs + eval_episodes, seed) if env_kind == "gymnasium" else None
+
+    ms.set_seed(seed)
+    hidden = tuple(config["policy"].get("hidden_sizes", (128, 128)))
+    q_net = QNetwork(OBSERVATION_SIZE, NUM_ACTIONS, hidden)
+    target_net = QNetwork(OBSERVATION_SIZE, NUM_ACTIONS, hidden)
+    copy_weights(q_net, target_net)
+    for parameter in target_net.get_parameters():
+        parameter.requires_grad = False
+    optimizer = Adam(q_net.trainable_params(), learning_rate=float(get("learner", "learning_rate")))
+    loss_net = DQNLoss(q_net, target_net, get("learner", "gamma"), get("learner", "double_dqn"),
+                       get("learner", "huber_delta"))
+    # A ShardedReplayBuffer entry makes this a data-parallel learner on every msrun rank: the
+    # same initial weights (same seed), averaged gradients, and each rank's own environments.
+    buffer = create_buffer(config["replay_buffer"]) if buffer_kind == "device" else None
+    world_size, rank = ranks(buffer)
+    update = Update(loss_net, optimizer, get("learner", "target_sync_period"), world_size)
+    policy = EpsilonGreedy(q_net, get("policy", "epsilon_start"), get("policy", "epsilon_end"),
+                           get("policy", "epsilon_decay_steps"))
+
+    if buffer is not None:
+        learn = LearnStep(buffer, update)
+    else:
+        buffer = NumpyReplayBuffer(entry.sample_size, entry.capacity, COLUMN_SHAPES, COLUMN_TYPES, seed=seed)
+
+        def learn() -> Tensor:
+            return update(*(Tensor(column) for column in buffer.sample()))
+
+    if env_kind == "gymnasium":
+        collector: Collector = GymCollector(policy, gym_envs[:num_envs], buffer)
+        greedy = GreedyAction(q_net)
+
+        def evaluate() -> np.ndarray:
+            return evaluate_gymnasium(greedy, gym_envs[num_envs:])
+
+        return DQNAgent(q_net, target_net, policy, update, buffer, learn, collector, evaluate)
+
+    act = ActStep(policy, CartPole(num_envs, max_episode_steps, seed=None if world_size == 1 else 1000 + rank))
+    eval_step = EvalStep(q_net, CartPole(eval_episodes, max_episode_steps))
+
+    def evaluate() -> np.ndarray:
+        return evaluate_mindspore(eval_step, max_episode_steps)
+
+    if buffer_kind == "numpy":
+        return DQNAgent(q_net, target_net, policy, update, buffer, learn, DeviceEnvHostBufferCollector(act, buffer),
+                        evaluate)
+    collector = DeviceCollector(act, buffer)
+    learn_steps = get("trainer", "learn_steps_per_collect")
+    return DQNAgent(q_net, target_net, policy, update, buffer, learn, collector, evaluate,
+                    train_loop=TrainLoop(collector.step, learn, learn_steps),
+                    warmup_loop=TrainLoop(collector.step, learn, 0),
+                    eval_loop=EvalLoop(q_net, CartPole(eval_episodes, max_episode_steps)))

@@ -1,0 +1,108 @@
+"""The command line's rough edges: budgets, earlier runs, configs that are not the trainer's, the loop flag,
+and the evaluate command."""
+from __future__ import annotations
+
+import mindspore as ms
+import numpy as np
+import pytest
+
+from mindspore_rl_buffer.apps.dqn import cli
+from mindspore_rl_buffer.apps.dqn.networks import QNetwork, save_q_network
+from tests.apps.dqn.helpers import CONFIG
+
+
+@pytest.fixture(autouse=True)
+def graph_context():
+    ms.set_context(mode=ms.GRAPH_MODE)
+
+
+def _train(out, *flags: str) -> int:
+    return cli.main(["train", "--config", str(CONFIG), "--out", str(out), "--no-progress", *flags])
+
+
+def _contents(folder) -> dict:
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize("budget", ["0", "-5", "ten"])
+def test_a_budget_that_is_not_positive_is_refused_and_writes_nothing(tmp_path, capsys, budget):
+    with pytest.raises(SystemExit) as exit_info:
+        _train(tmp_path / "run", "--max-steps", budget)
+    assert exit_info.value.code == 2
+    got = repr(budget) if budget == "ten" else budget
+    assert f"argument --max-steps: must be an int > 0, but got {got}" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_earlier_run_is_never_overwritten_without_being_asked(tmp_path, capsys):
+    assert _train(tmp_path / "run", "--max-steps", "64") == 0
+    before = _contents(tmp_path / "run")
+    assert set(before) == {"dqn_cartpole.ckpt", "learning_curve.png"}
+    assert _train(tmp_path / "run", "--max-steps", "64", "--seed", "1") == 2
+    error = capsys.readouterr().err
+    assert f"the output folder '{tmp_path / 'run'}' already holds a run (dqn_cartpole.ckpt, learning_curve.png)" \
+        in error
+    assert "--overwrite" in error
+    assert _contents(tmp_path / "run") == before
+    assert _train(tmp_path / "run", "--max-steps", "64", "--seed", "1", "--overwrite") == 0
+    assert _contents(tmp_path / "run")["dqn_cartpole.ckpt"] != before["dqn_cartpole.ckpt"]
+
+
+def test_a_buffer_only_config_names_the_missing_sections(tmp_path, capsys):
+    path = tmp_path / "buffer-only.yaml"
+    path.write_text("replay_buffer:\n  number: 1\n  type: ReplayBuffer\n  capacity: 1000\n  sample_size: 32\n"
+                    "  data_shape: [[4], [1], [1], [4], [1]]\n"
+                    "  data_type: [float32, int32, float32, float32, float32]\n")
+    assert cli.main(["train", "--config", str(path), "--out", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: For 'train', the 'algorithm_config' must have the entries")
+    assert "Traceback" not in error
+    assert "'learner', 'policy', 'environment', 'trainer' are missing" in error
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_yaml_layout_copied_from_the_python_file_gets_the_fix(tmp_path, capsys):
+    path = tmp_path / "nested.yaml"
+    path.write_text("algorithm_config:\n  replay_buffer:\n    number: 1\n")
+    assert cli.main(["train", "--config", str(path)]) == 2
+    assert "remove the 'algorithm_config:' line and un-indent what was under it" in capsys.readouterr().err
+
+
+def test_the_loop_flag(tmp_path, capsys):
+    assert _train(tmp_path / "host", "--max-steps", "64", "--loop", "host") == 0
+    assert "environment steps/s, host loop)" in capsys.readouterr().out
+    assert _train(tmp_path / "numpy", "--max-steps", "64", "--loop", "fused", "--buffer", "numpy") == 2
+    assert "the 'fused' loop needs the device buffer" in capsys.readouterr().err
+
+
+def test_evaluate_plays_greedy_episodes_of_a_trained_checkpoint(tmp_path, capsys):
+    assert _train(tmp_path / "run", "--max-steps", "64") == 0
+    capsys.readouterr()
+    checkpoint = tmp_path / "run" / "dqn_cartpole.ckpt"
+    assert cli.main(["evaluate", "--checkpoint", str(checkpoint), "--episodes", "5",
+                     "--frames", str(tmp_path / "frames.png")]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("5 greedy episodes: returns from ")
+    mean = float(lines[-1].removeprefix("mean return: "))
+    assert 1 <= mean <= 500
+    assert (tmp_path / "frames.png").stat().st_size > 1000
+
+
+def test_evaluate_refuses_what_is_not_a_trained_q_network(tmp_path, capsys):
+    assert cli.main(["evaluate", "--checkpoint", str(tmp_path / "missing.ckpt")]) == 2
+    assert "not found" in capsys.readouterr().err
+    other = tmp_path / "other.ckpt"
+    ms.save_checkpoint([{"name": "weight", "data": ms.Tensor(np.zeros(3, np.float32))}], str(other))
+    assert cli.main(["evaluate", "--checkpoint", str(other)]) == 2
+    assert "must hold a Q-network's weights" in capsys.readouterr().err
+
+
+def test_a_saved_q_network_loads_with_its_layer_sizes(tmp_path):
+    from mindspore_rl_buffer.apps.dqn.networks import load_q_network
+
+    q_net = QNetwork(4, 2, (16, 8))
+    save_q_network(q_net, tmp_path / "q.ckpt")
+    loaded = load_q_network(tmp_path / "q.ckpt")
+    assert [p.shape for p in loaded.get_parameters()] == [(16, 4), (16,), (8, 16), (8,), (2, 8), (2,)]
+    for a, b in zip(q_net.get_parameters(), loaded.get_parameters()):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
