@@ -21,7 +21,8 @@ def test_the_dqn_config_file_loads_and_builds_its_buffer():
     config = load_config(ROOT / "configs" / "dqn.py")
     rb = create_buffer(config["replay_buffer"])
     assert isinstance(rb, ReplayBuffer)
-    assert (rb.capacity, rb.sample_size) == (100000, 64)
+    # The file's entry, not the loader's defaults: the shipped DQN draws 128 per learn step.
+    assert (rb.capacity, rb.sample_size) == (100000, 128)
     # The core entry's columns, plus `terminated` so DQN stops bootstrapping at a fallen pole.
     assert [s.shape for s in rb.specs] == [(4,), (1,), (1,), (4,), (1,)]
     assert [s.dtype for s in rb.specs] == [ms.float32, ms.int32, ms.float32, ms.float32, ms.float32]
