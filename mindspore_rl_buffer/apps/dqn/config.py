@@ -220,6 +220,10 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
         ...     'data_type': ['float32', 'int32', 'float32', 'float32', 'float32']}}
         >>> check_config(config).capacity
         256
+        >>> from mindspore_rl_buffer.configs.dqn_nstep import algorithm_config as nstep_config
+        >>> entry = check_config(nstep_config)
+        >>> entry.buffer_type.__name__, entry.n_step
+        ('TransitionReplayBuffer', 3)
         >>> check_config({'replay_buffer': config['replay_buffer']})
         Traceback (most recent call last):
         ...
