@@ -76,3 +76,22 @@ def test_the_transition_baseline_takes_the_frame_rows_the_sampler_gathered():
     np.testing.assert_array_equal(observation[:, -1], starts)  # the newest frame of a stack is the start's
     np.testing.assert_array_equal(rb.frames.asnumpy()[observation][..., 0, :4].view("<u4")[..., 0], observation)
     assert (next_observation[:, -1] > starts).all() and (next_observation[:, -1] - starts <= 3).all()
+
+
+def test_the_nstep_benchmark_runs_both_variants_per_seed_and_summarizes_them(tmp_path):
+    from benchmarks.dqn_nstep import main, summarize, with_n_step
+
+    results = main(["--smoke", "--out", str(tmp_path), "--variants", "1", "3", "dqn.py"])
+    assert [(run["seed"], run["variant"]) for run in results["runs"]] == [
+        (0, "configs/dqn_nstep.py, n_step=1"), (0, "configs/dqn_nstep.py, n_step=3"),
+        (0, "configs/dqn.py (ReplayBuffer)")]
+    assert all(run["env_steps"] == 128 and run["evaluations"] for run in results["runs"])
+    assert (tmp_path / "results.json").is_file()
+    runs = [{"variant": "n3", "seed": s, "solved": s != 1, "solved_at": 1000 * (s + 1), "solve_time": 10.0 * (s + 1),
+             "env_steps": 5000} for s in range(3)]
+    summary = summarize(runs)["n3"]
+    assert (summary["seeds"], summary["held"], summary["median_steps"], summary["median_seconds"]) == (3, 2, "2,000",
+                                                                                                        "20")
+    assert (summary["steps"], summary["seconds"]) == ("1,000 / > 5,000 / 3,000", "10 / - / 30")
+    config = {"replay_buffer": {"n_step": 3}}
+    assert with_n_step(config, 1)["replay_buffer"]["n_step"] == 1 and config["replay_buffer"]["n_step"] == 3

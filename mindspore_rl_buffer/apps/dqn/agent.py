@@ -5,7 +5,10 @@ buffer with the MindSpore CartPoles (the default, and the only one the fused loo
 since everything lives in graphs), ``buffer='numpy'`` (a
 :class:`~.numpy_buffer.NumpyReplayBuffer` sampled on the host, the batch converted: the
 baseline) and ``env='gymnasium'`` (gymnasium's CartPole-v1 stepped on the host, each step
-inserted by the buffer's direct call).
+inserted by the buffer's direct call). A
+:class:`~mindspore_rl_buffer.TransitionReplayBuffer` entry (``configs/dqn_nstep.py``) runs
+on the device buffer with the MindSpore CartPoles only, in next-step autoreset mode, and
+learns from its n-step returns.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor
 
-from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, create_buffer
+from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, TransitionReplayBuffer, create_buffer
 from mindspore_rl_buffer.apps.dqn.cartpole import NUM_ACTIONS, OBSERVATION_SIZE, CartPole
 from mindspore_rl_buffer.apps.dqn.collect import ActStep
 from mindspore_rl_buffer.apps.dqn.collectors import (
@@ -53,7 +56,7 @@ class DQNAgent:
     target_net: QNetwork
     policy: EpsilonGreedy
     update: Update
-    buffer: ReplayBuffer | ShardedReplayBuffer | NumpyReplayBuffer
+    buffer: ReplayBuffer | ShardedReplayBuffer | TransitionReplayBuffer | NumpyReplayBuffer
     learn: Callable[[], Tensor]
     collector: Collector
     evaluate: Callable[[], np.ndarray]
@@ -69,12 +72,19 @@ def ranks(buffer: Any) -> tuple[int, int]:
     return 1, 0
 
 
-def check_kinds(buffer_kind: str, env_kind: str) -> None:
-    """Raise a ValueError naming ``buffer_kind`` or ``env_kind`` if it is not one of :data:`BUFFERS`, :data:`ENVS`."""
+def check_kinds(buffer_kind: str, env_kind: str, transitions: bool = False) -> None:
+    """Raise a ValueError naming ``buffer_kind`` or ``env_kind`` if it is not one of :data:`BUFFERS`, :data:`ENVS`,
+    or, with ``transitions`` (a TransitionReplayBuffer entry), not ``'device'`` and ``'mindspore'``."""
     if buffer_kind not in BUFFERS:
         raise ValueError(f"For 'train', the 'buffer' must be 'device' or 'numpy', but got {buffer_kind!r}.")
     if env_kind not in ENVS:
         raise ValueError(f"For 'train', the 'env' must be 'mindspore' or 'gymnasium', but got {env_kind!r}.")
+    if transitions and buffer_kind != "device":
+        raise ValueError(f"For 'train', a TransitionReplayBuffer entry (n-step returns) needs the 'buffer' "
+                         f"'device' (--buffer device), but got {buffer_kind!r}.")
+    if transitions and env_kind != "mindspore":
+        raise ValueError(f"For 'train', a TransitionReplayBuffer entry (n-step returns) needs the 'env' "
+                         f"'mindspore' (--env mindspore: CartPoles with next-step autoreset), but got {env_kind!r}.")
 
 
 def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: str = "mindspore",
@@ -94,11 +104,12 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
 
     Raises:
         TypeError, ValueError: If a kind is unknown or the config is not one the trainer can
-            run (see :func:`~mindspore_rl_buffer.apps.dqn.config.check_config`).
+            run (see :func:`~mindspore_rl_buffer.apps.dqn.config.check_config`), or a
+            TransitionReplayBuffer entry comes with the numpy buffer or gymnasium.
         ImportError: If ``env_kind='gymnasium'`` and gymnasium is not installed.
     """
-    check_kinds(buffer_kind, env_kind)
     entry = check_config(config)
+    check_kinds(buffer_kind, env_kind, entry.transitions)
 
     def get(section: str, key: str) -> Any:
         return setting(config, section, key)
@@ -116,7 +127,7 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
         parameter.requires_grad = False
     optimizer = Adam(q_net.trainable_params(), learning_rate=float(get("learner", "learning_rate")))
     loss_net = DQNLoss(q_net, target_net, get("learner", "gamma"), get("learner", "double_dqn"),
-                       get("learner", "huber_delta"))
+                       get("learner", "huber_delta"), discounted=entry.transitions)
     # A ShardedReplayBuffer entry makes this a data-parallel learner on every msrun rank: the
     # same initial weights (same seed), averaged gradients, and each rank's own environments.
     buffer = create_buffer(config["replay_buffer"]) if buffer_kind == "device" else None
@@ -142,7 +153,9 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
 
         return DQNAgent(q_net, target_net, policy, update, buffer, learn, collector, evaluate)
 
-    act = ActStep(policy, CartPole(num_envs, max_episode_steps, seed=None if world_size == 1 else 1000 + rank))
+    autoreset_mode = "next_step" if entry.transitions else "same_step"
+    act = ActStep(policy, CartPole(num_envs, max_episode_steps, seed=None if world_size == 1 else 1000 + rank,
+                                   autoreset_mode=autoreset_mode))
     eval_step = EvalStep(q_net, CartPole(eval_episodes, max_episode_steps))
 
     def evaluate() -> np.ndarray:

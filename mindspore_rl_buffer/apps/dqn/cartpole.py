@@ -10,7 +10,11 @@ the random reset states come from MindSpore's generator, not numpy's.
 
 :func:`cartpole_step` is the pure dynamics; :class:`CartPole` owns the batched state as
 ``Parameter`` objects and resets finished environments inside the graph, so a user's
-``construct`` can call :meth:`CartPole.step` with no host round-trip.
+``construct`` can call :meth:`CartPole.step` with no host round-trip. It resets them in one
+of two ways, as gymnasium's vector environments do (``autoreset_mode``): in the same step
+(the default, for the five-column replay buffer of ``configs/dqn.py``) or on the next step
+(for a :class:`~mindspore_rl_buffer.TransitionReplayBuffer`, whose rows follow gymnasium's
+next-step autoreset).
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ TAU = 0.02
 THETA_THRESHOLD = 12 * 2 * math.pi / 360
 X_THRESHOLD = 2.4
 MAX_EPISODE_STEPS = 500
+AUTORESET_MODES = ("same_step", "next_step")
 RESET_BOUND = 0.05
 OBSERVATION_SIZE = 4
 NUM_ACTIONS = 2
@@ -75,24 +80,34 @@ class CartPole(nn.Cell):
     """A batch of CartPole-v1 environments whose state lives on the device.
 
     Finished environments (terminated, or truncated after ``max_episode_steps``) are reset
-    inside :meth:`step` to a random state in ``[-0.05, 0.05]^4``: :meth:`step` returns the
-    state the step reached (for the replay buffer, as gymnasium's vector environments return
-    ``final_obs``), and the ``state`` Parameter then holds where the next step starts from.
+    inside :meth:`step` to a random state in ``[-0.05, 0.05]^4``. With
+    ``autoreset_mode='same_step'`` (the default) that happens in the step that ends the
+    episode: :meth:`step` returns the state the step reached (for the replay buffer, as
+    gymnasium's vector environments return ``final_obs``), and the ``state`` Parameter then
+    holds where the next step starts from. With ``'next_step'`` (gymnasium's
+    ``AutoresetMode.NEXT_STEP``) the step that ends an episode returns and keeps its final
+    state; the next step of that environment ignores its action, resets, and returns the
+    reset state with reward 0 and both flags false.
 
     Args:
         num_envs (int): Environments stepped together.
         max_episode_steps (int): Steps after which an episode is truncated. Default: ``500``.
         seed (int): Seed of the reset draws; ``None`` follows ``mindspore.set_seed``.
             Default: ``None``.
+        autoreset_mode (str): ``'same_step'`` or ``'next_step'``, see above. Default: ``'same_step'``.
 
     Inputs of ``construct``/:meth:`step`:
         - **action** (Tensor) - int32, shape ``(num_envs,)``.
 
     Outputs:
-        Tuple of 4 tensors: ``next_state`` (float32, ``(num_envs, 4)``, before any reset),
-        ``reward`` (float32, ``(num_envs,)``, all ones), ``terminated`` and ``truncated``
+        Tuple of 4 tensors: ``next_state`` (float32, ``(num_envs, 4)``: before a same-step
+        reset; the reset state on a next-step reset), ``reward`` (float32, ``(num_envs,)``:
+        ones, 0 on a next-step reset), ``terminated`` and ``truncated``
         (bool, ``(num_envs,)``). Use every output: MindSpore warns that it "eliminated side
         effect nodes by mistake" when a caller inside a graph discards one.
+
+    Raises:
+        ValueError: If ``num_envs`` is not an int >= 1 or ``autoreset_mode`` is unknown.
 
     Supported Platforms:
         ``GPU`` ``CPU``
@@ -108,16 +123,23 @@ class CartPole(nn.Cell):
         ((3, 4), [1.0, 1.0, 1.0])
     """
 
-    def __init__(self, num_envs: int, max_episode_steps: int = MAX_EPISODE_STEPS, seed: int | None = None):
+    def __init__(self, num_envs: int, max_episode_steps: int = MAX_EPISODE_STEPS, seed: int | None = None,
+                 autoreset_mode: str = "same_step"):
         super().__init__()
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"For 'CartPole', 'num_envs' must be an int >= 1, but got {num_envs!r}.")
+        if autoreset_mode not in AUTORESET_MODES:
+            raise ValueError(f"For 'CartPole', 'autoreset_mode' must be one of {list(AUTORESET_MODES)}, "
+                             f"but got {autoreset_mode!r}.")
         self.num_envs = num_envs
+        self.next_step_reset = autoreset_mode == "next_step"
         self.max_episode_steps = max_episode_steps
         self._seed = seed
         self.state = Parameter(Tensor(np.zeros((num_envs, OBSERVATION_SIZE), np.float32)), name="state",
                                requires_grad=False)
         self.elapsed = Parameter(Tensor(np.zeros((num_envs,), np.int32)), name="elapsed", requires_grad=False)
+        # 'next_step' only: the environments whose last step ended an episode (reset at their next step).
+        self.ended = Parameter(Tensor(np.zeros((num_envs,), np.int32)), name="ended", requires_grad=False)
 
     def _initial_states(self):
         unit = uniform((self.num_envs, OBSERVATION_SIZE), seed=self._seed)
@@ -128,10 +150,13 @@ class CartPole(nn.Cell):
         state = self._initial_states()
         ops.assign(self.state, state)
         ops.assign(self.elapsed, ops.zeros_like(self.elapsed))
+        ops.assign(self.ended, ops.zeros_like(self.ended))
         return state
 
     def step(self, action):
         """Step every environment by ``action``; see the class docstring for the outputs."""
+        if self.next_step_reset:
+            return self._step_then_reset(action)
         next_state, terminated = cartpole_step(self.state, action)
         elapsed = self.elapsed + 1
         truncated = elapsed >= self.max_episode_steps
@@ -141,6 +166,20 @@ class CartPole(nn.Cell):
         ops.assign(self.elapsed, ops.where(done, ops.zeros_like(elapsed), elapsed))
         reward = ops.ones((self.num_envs,), ms.float32)
         return next_state, reward, terminated, truncated
+
+    def _step_then_reset(self, action):
+        """The ``'next_step'`` step: the environments that ended last step reset, the others step."""
+        resetting = self.ended > 0
+        stepped, fell = cartpole_step(self.state, action)
+        elapsed = ops.where(resetting, ops.zeros_like(self.elapsed), self.elapsed + 1)
+        terminated = ops.logical_and(fell, ops.logical_not(resetting))
+        truncated = ops.logical_and(elapsed >= self.max_episode_steps, ops.logical_not(resetting))
+        observation = ops.where(resetting.expand_dims(1), self._initial_states(), stepped)
+        ops.assign(self.state, observation)
+        ops.assign(self.elapsed, elapsed)
+        ops.assign(self.ended, ops.logical_or(terminated, truncated).astype(ms.int32))
+        reward = ops.where(resetting, 0.0, 1.0).astype(ms.float32)
+        return observation, reward, terminated, truncated
 
     def construct(self, action):
         return self.step(action)

@@ -68,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
 def _train(args: argparse.Namespace) -> int:
     from mindspore_rl_buffer import load_config
     from mindspore_rl_buffer.apps.dqn import trainer
+    from mindspore_rl_buffer.apps.dqn.agent import check_kinds
     from mindspore_rl_buffer.apps.dqn.config import check_config, setting
     from mindspore_rl_buffer.apps.dqn.extras import MissingExtraError
 
@@ -84,7 +85,7 @@ def _train(args: argparse.Namespace) -> int:
             return 2
     try:  # the config, the loop and the budget are checked before anything is built
         config = load_config(config_path)
-        check_config(config)
+        check_kinds(args.buffer, args.env, check_config(config).transitions)
         loop = trainer.choose_loop(args.loop, args.buffer, args.env)
     except (TypeError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

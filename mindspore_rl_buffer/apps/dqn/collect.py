@@ -4,6 +4,10 @@
 step of the batched :class:`~mindspore_rl_buffer.apps.dqn.cartpole.CartPole`, the episode
 returns) and ``_ = self.buffer.insert(...)``. A transition is ``(state, action, reward,
 next_state, terminated)``, the five columns of the buffer declared in ``configs/dqn.py``.
+With CartPoles in next-step autoreset mode (``configs/dqn_nstep.py``), each row is one
+environment step as a :class:`~mindspore_rl_buffer.TransitionReplayBuffer` takes it,
+``(observation, action, reward, terminated, truncated)``; the step after an episode's end
+then carries the final observation with reward 0 and flags 0, as the buffer expects.
 """
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 
-from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer
+from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, TransitionReplayBuffer
 from mindspore_rl_buffer.apps.dqn.cartpole import CartPole
 from mindspore_rl_buffer.apps.dqn.policy import EpsilonGreedy
 
@@ -64,7 +68,10 @@ class ActStep(nn.Cell):
     Outputs:
         Tuple of 5 tensors with leading dimension ``num_envs``: ``state`` (float32, 4),
         ``action`` (int32, 1), ``reward`` (float32, 1), ``next_state`` (float32, 4) and
-        ``terminated`` (float32, 1), the columns of the replay buffer.
+        ``terminated`` (float32, 1), the columns of the replay buffer. If ``env`` resets on
+        the next step (``autoreset_mode='next_step'``): the step's row, ``observation``
+        (float32, 4), ``action`` (int32), ``reward`` (float32), ``terminated`` and
+        ``truncated`` (uint8), the columns of a TransitionReplayBuffer.
     """
 
     def __init__(self, policy: EpsilonGreedy, env: CartPole) -> None:
@@ -72,6 +79,7 @@ class ActStep(nn.Cell):
         self.policy = policy
         self.env = env
         self.tracker = EpisodeTracker(env.num_envs)
+        self.steps = env.next_step_reset
 
     def construct(self):
         # `+ 0.0` takes a copy: a plain read of the Parameter would see the step's assign.
@@ -79,6 +87,9 @@ class ActStep(nn.Cell):
         action = self.policy(state)
         next_state, reward, terminated, truncated = self.env.step(action)
         _ = self.tracker(reward, ops.logical_or(terminated, truncated))
+        if self.steps:  # the row of `state`; next_state is the next row's observation
+            return (state, action, reward, terminated.astype(ms.uint8),
+                    ops.depend(truncated.astype(ms.uint8), next_state))
         return (state, action.expand_dims(1), reward.expand_dims(1), next_state,
                 terminated.astype(ms.float32).expand_dims(1))
 
@@ -87,22 +98,22 @@ class CollectStep(nn.Cell):
     """:class:`ActStep` and ``insert`` of its transitions into the buffer: one graph.
 
     Args:
-        act (ActStep): Produces the transitions.
-        buffer (Union[ReplayBuffer, ShardedReplayBuffer]): Stores them.
+        act (ActStep): Produces the transitions (or, in next-step autoreset mode, the steps).
+        buffer (Union[ReplayBuffer, ShardedReplayBuffer, TransitionReplayBuffer]): Stores them.
 
     Outputs:
         The transitions inserted (see :class:`ActStep`).
     """
 
-    def __init__(self, act: ActStep, buffer: ReplayBuffer | ShardedReplayBuffer) -> None:
+    def __init__(self, act: ActStep, buffer: ReplayBuffer | ShardedReplayBuffer | TransitionReplayBuffer) -> None:
         super().__init__()
         self.act = act
         self.buffer = buffer
 
     def construct(self):
-        state, action, reward, next_state, terminated = self.act()
-        _ = self.buffer.insert([state, action, reward, next_state, terminated])
-        return state, action, reward, next_state, terminated
+        columns = self.act()
+        _ = self.buffer.insert(list(columns))
+        return columns
 
 
 class ResetEnv(nn.Cell):

@@ -9,9 +9,16 @@ The ``replay_buffer`` entry is read only through the library's config loader,
 :func:`mindspore_rl_buffer.config.buffer_arguments`, never through its raw keys, so every
 form the loader accepts works here: flat or nested under ``params``, ``type`` a class or its
 name, dtypes MindSpore dtypes or their names.
+
+A :class:`~mindspore_rl_buffer.TransitionReplayBuffer` entry (``configs/dqn_nstep.py``)
+makes the trainer learn from n-step returns: its columns are one environment step,
+``(observation, action, reward, terminated, truncated)``, and its ``num_envs`` and ``gamma``
+must be the environment's and the learner's.
 """
 from __future__ import annotations
 
+import inspect
+import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,7 +26,7 @@ from typing import Any
 
 import mindspore as ms
 
-from mindspore_rl_buffer import PriorityReplayBuffer
+from mindspore_rl_buffer import PriorityReplayBuffer, TransitionReplayBuffer
 from mindspore_rl_buffer.apps.dqn.cartpole import MAX_EPISODE_STEPS, OBSERVATION_SIZE
 from mindspore_rl_buffer.config import buffer_arguments
 
@@ -29,6 +36,10 @@ ENVIRONMENT = "CartPole-v1"
 COLUMNS = ("state", "action", "reward", "next_state", "terminated")
 COLUMN_SHAPES = ((OBSERVATION_SIZE,), (1,), (1,), (OBSERVATION_SIZE,), (1,))
 COLUMN_TYPES = (ms.float32, ms.int32, ms.float32, ms.float32, ms.float32)
+# One environment step of a TransitionReplayBuffer entry (gymnasium's next-step autoreset rows).
+STEP_COLUMNS = ("observation", "action", "reward", "terminated", "truncated")
+STEP_SHAPES = ((OBSERVATION_SIZE,), (), (), (), ())
+STEP_TYPES = (ms.float32, ms.int32, ms.float32, ms.uint8, ms.uint8)
 
 # The settings the trainer reads: (section, key) -> (kind, default); no default means required.
 # Kinds: "int>0", "int>=0", "number", "bool".
@@ -66,11 +77,20 @@ class BufferEntry:
         buffer_type (type): The buffer class the entry names.
         capacity (int): Items the buffer holds.
         sample_size (int): Items per sample.
+        n_step (int): Steps per return of a :class:`~mindspore_rl_buffer.TransitionReplayBuffer`
+            (its samples hold n-step returns and their discounts); ``None`` for a buffer of
+            five-column transitions. Default: ``None``.
     """
 
     buffer_type: type
     capacity: int
     sample_size: int
+    n_step: int | None = None
+
+    @property
+    def transitions(self) -> bool:
+        """Whether the buffer stores environment steps and samples n-step transitions."""
+        return self.n_step is not None
 
 
 def _names(types: Any) -> list[str]:
@@ -117,6 +137,54 @@ def _check_settings(config: Mapping[str, Any]) -> None:
                              f"but got {config[section][key]!r}.")
 
 
+def _check_columns(shapes: list[tuple[int, ...]], types: list[Any], expected_shapes: tuple, expected_types: tuple,
+                   names: tuple[str, ...]) -> None:
+    if shapes != list(expected_shapes):
+        raise ValueError(f"For 'train', the replay buffer's 'data_shape' must be {list(expected_shapes)} "
+                         f"({', '.join(names)}), but got {shapes}.")
+    if list(types) != list(expected_types):
+        raise ValueError(f"For 'train', the replay buffer's 'data_type' must be {_names(expected_types)} "
+                         f"({', '.join(names)}), but got {_names(types)}.")
+
+
+def _argument(buffer_type: type, arguments: Mapping[str, Any], name: str) -> Any:
+    """A constructor argument of the entry, or the constructor's default."""
+    return arguments.get(name, inspect.signature(buffer_type).parameters[name].default)
+
+
+def _check_transitions(config: Mapping[str, Any], buffer_type: type, arguments: Mapping[str, Any]) -> int:
+    """The n-step entry agrees with the environment, the learner and the warm-up; returns ``n_step``."""
+    values = {name: _argument(buffer_type, arguments, name) for name in ("num_envs", "gamma", "stack_size", "n_step")}
+    num_envs = setting(config, "environment", "num_envs")
+    if values["num_envs"] != num_envs:
+        raise ValueError(f"For 'train', the replay buffer's 'num_envs' must equal 'environment.num_envs' "
+                         f"({num_envs}): each row holds one step of every environment, but got "
+                         f"{values['num_envs']!r}.")
+    gamma = setting(config, "learner", "gamma")
+    if values["gamma"] != gamma:
+        raise ValueError(f"For 'train', the replay buffer's 'gamma' must equal 'learner.gamma' ({gamma}): the "
+                         f"buffer discounts the n-step returns and the learner bootstraps with the discount it "
+                         f"samples, but got {values['gamma']!r}.")
+    if values["stack_size"] != 1:
+        raise ValueError(f"For 'train', the replay buffer's 'stack_size' must be 1 (the Q-network takes one "
+                         f"CartPole observation), but got {values['stack_size']!r}.")
+    n_step = values["n_step"]
+    if isinstance(n_step, bool) or not isinstance(n_step, int) or n_step < 1:
+        raise ValueError(f"For 'train', the replay buffer's 'n_step' must be an int > 0, but got {n_step!r}.")
+    # A sample needs a valid start: 2 interior rows (n_step + 3 steps stored) always hold one, since a
+    # final row follows a row with a flag, which is not final (see mindspore_rl_buffer.ops.transition).
+    steps = n_step + 3
+    if arguments["capacity"] // num_envs < steps:
+        raise ValueError(f"For 'train', the replay buffer's 'capacity' must hold n_step + 3 = {steps} steps of "
+                         f"{num_envs} environments ({steps * num_envs} rows), but got {arguments['capacity']}.")
+    learning_starts = setting(config, "trainer", "learning_starts")
+    if math.ceil(max(learning_starts, 1) / num_envs) < steps:
+        raise ValueError(f"For 'train', the 'trainer.learning_starts' must be at least {(steps - 1) * num_envs + 1} "
+                         f"with a TransitionReplayBuffer of n_step {n_step} and {num_envs} environments, so that "
+                         f"the first sample finds a valid start (n_step + 3 steps stored), but got {learning_starts}.")
+    return n_step
+
+
 def check_config(config: Mapping[str, Any]) -> BufferEntry:
     """Check what the DQN trainer relies on: its sections and settings, the environment, the buffer's columns.
 
@@ -134,7 +202,10 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
             environment other than CartPole-v1, a buffer entry the library's loader refuses,
             ``number`` other than 1, a ``PriorityReplayBuffer`` (its ``sample`` returns weights
             and slots too), or buffer columns other than (state, action, reward, next_state,
-            terminated).
+            terminated); for a ``TransitionReplayBuffer``, columns other than (observation,
+            action, reward, terminated, truncated), a ``num_envs`` or ``gamma`` other than
+            ``environment.num_envs`` and ``learner.gamma``, a ``stack_size`` other than 1, or
+            a ``capacity`` or ``trainer.learning_starts`` of fewer than ``n_step + 3`` steps.
 
     Examples:
         >>> import copy
@@ -149,6 +220,10 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
         ...     'data_type': ['float32', 'int32', 'float32', 'float32', 'float32']}}
         >>> check_config(config).capacity
         256
+        >>> from mindspore_rl_buffer.configs.dqn_nstep import algorithm_config as nstep_config
+        >>> entry = check_config(nstep_config)
+        >>> entry.buffer_type.__name__, entry.n_step
+        ('TransitionReplayBuffer', 3)
         >>> check_config({'replay_buffer': config['replay_buffer']})
         Traceback (most recent call last):
         ...
@@ -173,12 +248,11 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
                          f"the columns, such as 'ReplayBuffer' or 'ShardedReplayBuffer', but got "
                          f"'{buffer_type.__name__}'.")
     shapes = [tuple(shape) for shape in arguments["data_shape"]]
-    if shapes != list(COLUMN_SHAPES):
-        raise ValueError(f"For 'train', the replay buffer's 'data_shape' must be {list(COLUMN_SHAPES)} "
-                         f"({', '.join(COLUMNS)}), but got {shapes}.")
-    if list(arguments["data_type"]) != list(COLUMN_TYPES):
-        raise ValueError(f"For 'train', the replay buffer's 'data_type' must be {_names(COLUMN_TYPES)} "
-                         f"({', '.join(COLUMNS)}), but got {_names(arguments['data_type'])}.")
+    if issubclass(buffer_type, TransitionReplayBuffer):
+        _check_columns(shapes, arguments["data_type"], STEP_SHAPES, STEP_TYPES, STEP_COLUMNS)
+        n_step = _check_transitions(config, buffer_type, arguments)
+        return BufferEntry(buffer_type, arguments["capacity"], arguments["sample_size"], n_step)
+    _check_columns(shapes, arguments["data_type"], COLUMN_SHAPES, COLUMN_TYPES, COLUMNS)
     return BufferEntry(buffer_type, arguments["capacity"], arguments["sample_size"])
 
 

@@ -1,14 +1,17 @@
 """The learn graph: ``self.buffer.sample()``, the (Double) DQN Huber loss, Adam and the target sync.
 
 :class:`Update` learns from a batch it is given (the numpy baseline feeds it from the host);
-:class:`LearnStep` samples the batch from the device buffer inside the same graph.
+:class:`LearnStep` samples the batch from the device buffer inside the same graph. A
+:class:`~mindspore_rl_buffer.TransitionReplayBuffer` samples n-step transitions whose fifth
+column is the bootstrap discount itself (``gamma^m``, or 0 after a termination), which
+:class:`DQNLoss` then uses as it is (``discounted=True``).
 """
 from __future__ import annotations
 
 import mindspore as ms
 from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
 
-from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer
+from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, TransitionReplayBuffer
 
 
 class DQNLoss(nn.Cell):
@@ -16,26 +19,34 @@ class DQNLoss(nn.Cell):
 
     Target: ``r + gamma * (1 - terminated) * Q_target(s', a')`` with ``a'`` the online
     network's argmax (Double DQN) or the target network's (DQN); no gradient flows into it.
+    With ``discounted=True`` the fifth input is the discount itself (an n-step sample of a
+    :class:`~mindspore_rl_buffer.TransitionReplayBuffer`: ``r`` is the n-step return, ``s'``
+    the observation ``m`` steps on, the discount ``gamma^m`` or 0 after a termination), and
+    the target is ``r + discount * Q_target(s', a')``: no further ``gamma``, no ``1 - terminated``.
 
     Args:
         q_net (nn.Cell): The online network.
         target_net (nn.Cell): The target network.
-        gamma (float): Discount.
+        gamma (float): Discount (unused with ``discounted=True``: the samples carry it).
         double_dqn (bool): Let the online network pick ``a'``. Default: ``True``.
         huber_delta (float): Where the Huber loss turns linear. Default: ``1.0``.
+        discounted (bool): The fifth input is the bootstrap discount, not ``terminated``.
+            Default: ``False``.
 
     Inputs:
         - **state**, **action**, **reward**, **next_state**, **terminated** - a batch of
           transitions with leading dimension ``b``: float32 ``(b, 4)``, int32 ``(b, 1)``,
-          float32 ``(b, 1)``, float32 ``(b, 4)``, float32 ``(b, 1)``.
+          float32 ``(b, 1)``, float32 ``(b, 4)``, float32 ``(b, 1)`` (the discount with
+          ``discounted=True``).
 
     Outputs:
         Tensor, float32 scalar.
     """
 
     def __init__(self, q_net: nn.Cell, target_net: nn.Cell, gamma: float, double_dqn: bool = True,
-                 huber_delta: float = 1.0) -> None:
+                 huber_delta: float = 1.0, discounted: bool = False) -> None:
         super().__init__()
+        self.discounted = bool(discounted)
         self.q_net = q_net
         self.target_net = target_net
         self.gamma = float(gamma)
@@ -50,7 +61,8 @@ class DQNLoss(nn.Cell):
         else:
             next_action = ops.argmax(next_target, dim=1, keepdim=True).astype(ms.int32)
         next_value = ops.gather_elements(next_target, 1, next_action)
-        target = ops.stop_gradient(reward + self.gamma * (1.0 - terminated) * next_value)
+        discount = terminated if self.discounted else self.gamma * (1.0 - terminated)
+        target = ops.stop_gradient(reward + discount * next_value)
         error = ops.abs(q_taken - target)
         quadratic = ops.minimum(error, self.huber_delta)
         return (0.5 * quadratic * quadratic + self.huber_delta * (error - quadratic)).mean()
@@ -109,19 +121,28 @@ class Update(nn.Cell):
 class LearnStep(nn.Cell):
     """``self.buffer.sample()`` and an :class:`Update` on the batch: one graph.
 
+    A :class:`~mindspore_rl_buffer.TransitionReplayBuffer`'s sample ``(observation, action,
+    n-step return, next_observation, discount)`` has scalar columns of shape ``(b,)``; they
+    are given a trailing axis, so :class:`Update` sees the five-column layout (its
+    :class:`DQNLoss` must be built with ``discounted=True``).
+
     Args:
-        buffer (Union[ReplayBuffer, ShardedReplayBuffer]): Sampled inside the graph.
+        buffer (Union[ReplayBuffer, ShardedReplayBuffer, TransitionReplayBuffer]): Sampled inside the graph.
         update (Update): Learns from the batch.
 
     Outputs:
         Tensor, float32 scalar: the loss.
     """
 
-    def __init__(self, buffer: ReplayBuffer | ShardedReplayBuffer, update: Update) -> None:
+    def __init__(self, buffer: ReplayBuffer | ShardedReplayBuffer | TransitionReplayBuffer, update: Update) -> None:
         super().__init__()
         self.buffer = buffer
         self.update = update
+        self.steps = isinstance(buffer, TransitionReplayBuffer)
 
     def construct(self):
-        state, action, reward, next_state, terminated = self.buffer.sample()
-        return self.update(state, action, reward, next_state, terminated)
+        state, action, reward, next_state, terminated_or_discount = self.buffer.sample()
+        if self.steps:  # (b,) -> (b, 1); the fifth column is the discount
+            action, reward = action.expand_dims(1), reward.expand_dims(1)
+            terminated_or_discount = terminated_or_discount.expand_dims(1)
+        return self.update(state, action, reward, next_state, terminated_or_discount)

@@ -121,7 +121,8 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
         TrainResult.
 
     Raises:
-        TypeError, ValueError: As :func:`build_agent`, or if ``max_steps`` is not an int > 0,
+        TypeError, ValueError: As :func:`build_agent` (a TransitionReplayBuffer entry needs
+            ``buffer_kind='device'`` and ``env_kind='mindspore'``), or if ``max_steps`` is not an int > 0,
             or the loop is unknown or cannot run this variant; raised before any training.
         ImportError: As :func:`build_agent`.
         MissingExtraError: If the progress bar or the learning curve is asked for and tqdm or
@@ -130,14 +131,14 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
         FileExistsError: If ``out_dir`` holds an earlier run and not ``overwrite``; raised
             before any training.
     """
-    check_config(config)
+    entry = check_config(config)
 
     def get(key: str) -> Any:
         return setting(config, "trainer", key)
 
     max_steps = check_budget(get("max_steps") if max_steps is None else max_steps)
     seed = int(get("seed") if seed is None else seed)
-    check_kinds(buffer_kind, env_kind)
+    check_kinds(buffer_kind, env_kind, entry.transitions)
     loop = choose_loop(loop, buffer_kind, env_kind)
     check_extras(progress=progress, plot=out_dir is not None)
     agent = build_agent(config, buffer_kind, env_kind, seed)

@@ -186,3 +186,58 @@ def test_num_envs_must_be_a_positive_int():
 def test_docstring_examples_run():
     result = doctest.testmod(cartpole, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_next_step_autoreset_matches_gymnasium_vector_envs():
+    """Lockstep with gymnasium's SyncVectorEnv in NEXT_STEP autoreset mode for 620 steps.
+
+    The step that ends an episode returns and keeps the final state; the next step of that
+    environment ignores its action and returns a reset state with reward 0 and no flags (the
+    reset states differ: the random generators do). Each step our state is set to gymnasium's
+    observation, so the step counters, flags and resets are checked, not chaotic divergence.
+    """
+    num_envs = 4
+    env = CartPole(num_envs, autoreset_mode="next_step")
+    set_state, reset = _SetState(env), _Reset(env)
+    reset()
+    gyms = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make("CartPole-v1")] * num_envs,
+                                          autoreset_mode=gymnasium.vector.AutoresetMode.NEXT_STEP)
+    observation, _ = gyms.reset(seed=0)
+    rng = np.random.default_rng(1)
+    noise = np.array([0.0, 0.3, 0.5, 1.0])
+    ended = np.zeros(num_envs, bool)
+    terminations, truncations, resets = [], [], []
+    for t in range(620):
+        observation = observation.astype(np.float32)
+        for gym_env, row in zip(gyms.envs, observation):
+            gym_env.unwrapped.state = row.astype(np.float64)
+        explore = rng.random(num_envs) < noise
+        action = np.where(explore, rng.integers(0, 2, num_envs), _balancing_action(observation)).astype(np.int32)
+        set_state(Tensor(observation))
+        next_state, reward, terminated, truncated = (x.asnumpy() for x in env(Tensor(action)))
+        expected, expected_reward, expected_term, expected_trunc, _ = gyms.step(action)
+        np.testing.assert_array_equal(reward, expected_reward.astype(np.float32), err_msg=f"t={t}")
+        np.testing.assert_array_equal(terminated, expected_term, err_msg=f"t={t}")
+        np.testing.assert_array_equal(truncated, expected_trunc, err_msg=f"t={t}")
+        np.testing.assert_array_equal(env.state.asnumpy(), next_state)  # never reset within the step
+        np.testing.assert_array_equal(reward, np.where(ended, 0.0, 1.0))
+        for i in range(num_envs):
+            if ended[i]:  # the reset step: a fresh state, whatever the action
+                resets.append((t, i))
+                assert np.abs(next_state[i]).max() <= cartpole.RESET_BOUND
+                assert np.abs(expected[i]).max() <= cartpole.RESET_BOUND
+            else:
+                np.testing.assert_allclose(next_state[i], expected[i], rtol=0, atol=ATOL, err_msg=f"t={t} env={i}")
+            if expected_term[i] or expected_trunc[i]:
+                (terminations if expected_term[i] else truncations).append((t, i))
+        ended = expected_term | expected_trunc
+        observation = expected
+    assert (499, 0) in truncations and (500, 0) in resets and len(terminations) >= 10
+    assert len(resets) == len(terminations) + len(truncations) - int(ended.sum())
+    assert env.elapsed.asnumpy()[0] == 620 - 501  # reset at step 500 (elapsed 0), then 119 steps
+
+
+def test_an_unknown_autoreset_mode_is_named():
+    with pytest.raises(ValueError, match="'autoreset_mode' must be one of \\['same_step', 'next_step'\\], "
+                                         "but got 'next'"):
+        CartPole(2, autoreset_mode="next")

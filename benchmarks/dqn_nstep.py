@@ -1,0 +1,117 @@
+"""n-step returns on the main job: ``python -m benchmarks.dqn_nstep``.
+
+For every seed, ``train`` runs ``configs/dqn_nstep.py`` (a TransitionReplayBuffer, MindSpore
+CartPoles with next-step autoreset, the fused loop) until a held solve (the mean return of
+100 greedy episodes >= 475 at 3 consecutive evaluations) or the budget, once with
+``n_step=1`` and once with ``n_step=3``, one after the other, so both see the same machine
+load; the two differ in ``n_step`` only. ``--variants 1 3 dqn.py`` adds the shipped
+``configs/dqn.py`` (a ReplayBuffer of five-column transitions, same-step autoreset) as a
+reference. It prints a Markdown table and writes
+``results.json`` to ``--out`` (default ``benchmarks/results/dqn_nstep``), after every run,
+so an interrupted measurement keeps what it finished. ``--smoke`` runs both variants at tiny
+sizes (no claims).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import mindspore as ms
+
+from benchmarks.common import table
+from mindspore_rl_buffer import load_config
+from mindspore_rl_buffer.apps.dqn import train
+
+ROOT = Path(__file__).resolve().parents[1]
+VARIANTS = ("1", "3", "dqn.py")  # n_step of configs/dqn_nstep.py, or the one-step configs/dqn.py
+
+
+def label(variant: str) -> str:
+    return "configs/dqn.py (ReplayBuffer)" if variant == "dqn.py" else f"configs/dqn_nstep.py, n_step={variant}"
+
+
+def with_n_step(config: dict[str, Any], n_step: int) -> dict[str, Any]:
+    """``config`` with another ``n_step`` in its replay buffer entry (a copy)."""
+    config = copy.deepcopy(config)
+    config["replay_buffer"]["n_step"] = n_step
+    return config
+
+
+def held_solve(config: dict[str, Any], variant: str, seed: int, max_steps: int) -> dict[str, Any]:
+    """One ``train`` run (fused loop) to a held solve or the budget: steps, times, evaluations."""
+    start = time.perf_counter()
+    result = train(config, seed=seed, max_steps=max_steps, progress=False)
+    return {"seed": seed, "variant": label(variant), "solved": result.solved,
+            "solved_at": result.solved_at if result.solved else None,
+            "solve_time": result.solve_time if result.solved else None,
+            "train_seconds": time.perf_counter() - start, "env_steps": result.env_steps,
+            "final_eval_return": result.final_eval_return, "evaluations": result.eval_history}
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per variant: seeds run, held solves, median steps and seconds of the held ones, per-seed steps."""
+    summary = {}
+    for variant in dict.fromkeys(run["variant"] for run in runs):
+        mine = [run for run in runs if run["variant"] == variant]
+        held = [run for run in mine if run["solved"]]
+        summary[variant] = {
+            "seeds": len(mine), "held": len(held),
+            "median_steps": f"{statistics.median(r['solved_at'] for r in held):,.0f}" if held else "-",
+            "median_seconds": f"{statistics.median(r['solve_time'] for r in held):.0f}" if held else "-",
+            "steps": " / ".join(f"{r['solved_at']:,}" if r["solved"] else f"> {r['env_steps']:,}" for r in mine),
+            "seconds": " / ".join(f"{r['solve_time']:.0f}" if r["solved"] else "-" for r in mine)}
+    return summary
+
+
+def report(results: dict[str, Any]) -> str:
+    seeds = ", ".join(str(seed) for seed in dict.fromkeys(run["seed"] for run in results["runs"]))
+    rows = [[variant, f"{s['held']}/{s['seeds']}", s["median_steps"], s["median_seconds"], s["steps"],
+             s["seconds"]] for variant, s in results["summary"].items()]
+    header = ["config", "held solves", "median env steps", "median seconds",
+              f"env steps per seed ({seeds})", "seconds per seed"]
+    return f"measured {results['date']}, {results['machine']}\n\n" + table(rows, header)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=["1", "3"],
+                        help="n_step values of configs/dqn_nstep.py, and 'dqn.py' for the one-step reference")
+    parser.add_argument("--max-steps", type=int, default=80_000, help="budget of each run")
+    parser.add_argument("--out", default="benchmarks/results/dqn_nstep", help="where the JSON goes")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI; no claims")
+    args = parser.parse_args(argv)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    config = load_config(ROOT / "configs" / "dqn_nstep.py")
+    reference = load_config(ROOT / "configs" / "dqn.py")
+    if args.smoke:
+        for shrunk in (config, reference):
+            shrunk["trainer"].update(learning_starts=64, eval_starts=0, eval_interval=64, eval_episodes=4)
+        args.seeds, args.max_steps = args.seeds[:1], 128
+    results: dict[str, Any] = {
+        "date": datetime.date.today().isoformat(),
+        "machine": "2-core CPU shared with other jobs, MindSpore " + ms.__version__ + ", GRAPH_MODE",
+        "max_steps": args.max_steps, "config": json.loads(json.dumps(config, default=str)), "runs": []}
+    for seed in args.seeds:  # both variants one after the other for each seed: the same machine state
+        for variant in args.variants:
+            chosen = reference if variant == "dqn.py" else with_n_step(config, int(variant))
+            run = held_solve(chosen, variant, seed, args.max_steps)
+            results["runs"].append(run)
+            results["summary"] = summarize(results["runs"])
+            (out / "results.json").write_text(json.dumps(results, indent=2, default=str))
+            print(f"seed {seed}, {label(variant)}: held at {run['solved_at']} in {run['solve_time']} s", flush=True)
+    print(report(results))
+    print(f"\nfigures: {out / 'results.json'}")
+    return results
+
+
+if __name__ == "__main__":
+    main()
