@@ -13,9 +13,9 @@ one-step target through the same buffer. Its ``num_envs`` and ``gamma`` must be
 import copy
 
 import mindspore as ms
+from mindspore_rl_buffer.configs.dqn import algorithm_config as one_step
 
 from mindspore_rl_buffer import TransitionReplayBuffer
-from mindspore_rl_buffer.configs.dqn import algorithm_config as one_step
 
 algorithm_config = copy.deepcopy(one_step)
 algorithm_config["replay_buffer"] = {
