@@ -6,6 +6,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import psutil
 
@@ -93,3 +94,22 @@ def table(rows: list[list[object]], header: list[str]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Held-solve runs per variant: seeds run, held solves, medians of the held ones, per-seed figures.
+
+    Each run is a dict with ``variant``, ``solved``, ``solved_at`` (environment steps),
+    ``solve_time`` (seconds) and ``env_steps`` (the steps run, shown for runs that did not hold).
+    """
+    summary = {}
+    for variant in dict.fromkeys(run["variant"] for run in runs):
+        mine = [run for run in runs if run["variant"] == variant]
+        held = [run for run in mine if run["solved"]]
+        summary[variant] = {
+            "seeds": len(mine), "held": len(held),
+            "median_steps": f"{statistics.median(r['solved_at'] for r in held):,.0f}" if held else "-",
+            "median_seconds": f"{statistics.median(r['solve_time'] for r in held):.1f}" if held else "-",
+            "steps": " / ".join(f"{r['solved_at']:,}" if r["solved"] else f"> {r['env_steps']:,}" for r in mine),
+            "seconds": " / ".join(f"{r['solve_time']:.0f}" if r["solved"] else "-" for r in mine)}
+    return summary

@@ -17,14 +17,13 @@ import argparse
 import copy
 import datetime
 import json
-import statistics
 import time
 from pathlib import Path
 from typing import Any
 
 import mindspore as ms
 
-from benchmarks.common import table
+from benchmarks.common import summarize, table
 from mindspore_rl_buffer import load_config
 from mindspore_rl_buffer.apps.dqn import train
 
@@ -53,20 +52,6 @@ def held_solve(config: dict[str, Any], variant: str, seed: int, max_steps: int) 
             "train_seconds": time.perf_counter() - start, "env_steps": result.env_steps,
             "final_eval_return": result.final_eval_return, "evaluations": result.eval_history}
 
-
-def summarize(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per variant: seeds run, held solves, median steps and seconds of the held ones, per-seed steps."""
-    summary = {}
-    for variant in dict.fromkeys(run["variant"] for run in runs):
-        mine = [run for run in runs if run["variant"] == variant]
-        held = [run for run in mine if run["solved"]]
-        summary[variant] = {
-            "seeds": len(mine), "held": len(held),
-            "median_steps": f"{statistics.median(r['solved_at'] for r in held):,.0f}" if held else "-",
-            "median_seconds": f"{statistics.median(r['solve_time'] for r in held):.0f}" if held else "-",
-            "steps": " / ".join(f"{r['solved_at']:,}" if r["solved"] else f"> {r['env_steps']:,}" for r in mine),
-            "seconds": " / ".join(f"{r['solve_time']:.0f}" if r["solved"] else "-" for r in mine)}
-    return summary
 
 
 def report(results: dict[str, Any]) -> str:

@@ -31,7 +31,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor
 
-from benchmarks.common import table
+from benchmarks.common import summarize, table
 from mindspore_rl_buffer import load_config
 from mindspore_rl_buffer.apps.dqn import build_agent, train
 from mindspore_rl_buffer.apps.dqn.cartpole import CartPole
@@ -178,18 +178,6 @@ def report(results: dict[str, Any]) -> str:
     lines += ["", table(rows, ["variant", "held solves", "median env steps", "median seconds", "seconds per seed"])]
     return "\n".join(lines)
 
-
-def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    summary = {}
-    for variant in dict.fromkeys(run["variant"] for run in runs):
-        mine = [run for run in runs if run["variant"] == variant]
-        held = [run for run in mine if run["solved"]]
-        summary[variant] = {
-            "seeds": len(mine), "held": len(held),
-            "median_steps": f"{statistics.median(r['solved_at'] for r in held):,.0f}" if held else "-",
-            "median_seconds": f"{statistics.median(r['solve_time'] for r in held):.1f}" if held else "-",
-            "seconds": " / ".join(f"{r['solve_time']:.0f}" if r["solved"] else "-" for r in mine)}
-    return summary
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -50,8 +50,8 @@ def test_in_rounds_lets_the_calls_take_turns_and_ratio_compares_round_by_round()
 def test_the_solve_benchmark_summarizes_held_solves_per_variant():
     from benchmarks.dqn_solve import summarize, with_settings
 
-    runs = [{"variant": "fused", "seed": s, "solved": s != 2, "solved_at": 1000 * (s + 1), "solve_time": 10.0 * (s + 1)}
-            for s in range(3)]
+    runs = [{"variant": "fused", "seed": s, "solved": s != 2, "solved_at": 1000 * (s + 1), "solve_time": 10.0 * (s + 1),
+             "env_steps": 5000} for s in range(3)]
     summary = summarize(runs)["fused"]
     assert (summary["seeds"], summary["held"]) == (3, 2)
     assert (summary["median_steps"], summary["median_seconds"], summary["seconds"]) == ("1,500", "15.0", "10 / 20 / -")
@@ -91,7 +91,7 @@ def test_the_nstep_benchmark_runs_both_variants_per_seed_and_summarizes_them(tmp
              "env_steps": 5000} for s in range(3)]
     summary = summarize(runs)["n3"]
     assert (summary["seeds"], summary["held"], summary["median_steps"], summary["median_seconds"]) == (3, 2, "2,000",
-                                                                                                        "20")
+                                                                                                        "20.0")
     assert (summary["steps"], summary["seconds"]) == ("1,000 / > 5,000 / 3,000", "10 / - / 30")
     config = {"replay_buffer": {"n_step": 3}}
     assert with_n_step(config, 1)["replay_buffer"]["n_step"] == 1 and config["replay_buffer"]["n_step"] == 3
