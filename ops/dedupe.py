@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import ops
+
 from mindspore_rl_buffer.ops._common import arange
 
 
