@@ -193,10 +193,11 @@ def transition() -> None:
 
 def dqn() -> None:
     """The DQN main job: the collect, learn and evaluation graphs, both loops, both buffer entries."""
-    from mindspore_rl_buffer import load_config
-    from mindspore_rl_buffer.apps.dqn import train
     from mindspore_rl_buffer.configs import dqn as one_step
     from mindspore_rl_buffer.configs import dqn_nstep
+
+    from mindspore_rl_buffer import load_config
+    from mindspore_rl_buffer.apps.dqn import train
 
     for module in (one_step, dqn_nstep):
         config = copy.deepcopy(load_config(module.__file__))

@@ -31,7 +31,6 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
-
 from mindspore_rl_buffer.ops._common import ASSERT, STREAM_STRATA, arange, guarded, sort_ints, uniform_real
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 

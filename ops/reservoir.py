@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import Tensor, ops
-
 from mindspore_rl_buffer.ops._common import (
     STREAM_ACCEPT,
     STREAM_SLOTS,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import ops
-
 from mindspore_rl_buffer.ops._common import (
     STREAM_KEYS,
     STREAM_WINDOWS,

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import Tensor, ops
-
 from mindspore_rl_buffer.ops._common import STREAM_GLOBAL, arange, capacity_of, guarded, sort_ints, uniform_int
 from mindspore_rl_buffer.ops.ring import logical_to_physical
 

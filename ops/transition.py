@@ -41,7 +41,6 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
-
 from mindspore_rl_buffer.ops._common import (
     STREAM_SAMPLE,
     ZERO,
