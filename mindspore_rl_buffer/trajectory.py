@@ -45,10 +45,10 @@ def _host_get_next(self: TrajectoryReplayBuffer, sample_batch_size: Any = None, 
     check_stored(op, num_steps, int(self.storage.count), self._max_length)
 
     def restore(outputs: Any) -> Any:
-        items, (ids, probabilities) = outputs
+        items, info = outputs
         if num_steps is not None and not time_stacked:
-            return tuple(self._flat.restore(item) for item in items), BufferInfo(tuple(ids), probabilities)
-        return self._flat.restore(items), BufferInfo(ids, probabilities)
+            return tuple(self._flat.restore(item) for item in items), info
+        return self._flat.restore(items), info
 
     return Launch(sample_batch_size, num_steps, time_stacked, finish=restore)
 
@@ -196,8 +196,7 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         return self.storage.count
 
     # ------------------------------------------------------------------------- get_next
-    @buffer_method(_host_get_next)
-    def get_next(self, sample_batch_size=None, num_steps=None, time_stacked=True, *, check=True):
+    def get_next(self, sample_batch_size=None, num_steps=None, time_stacked=True):
         """Sample items: random (segment, time) picks, optionally ``num_steps`` long.
 
         A pick of ``num_steps`` steps stays within one segment and never crosses the write
@@ -222,6 +221,14 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
                 (direct calls). Inside a graph the run fails with ``RuntimeError: assert failed``
                 instead, and that compiled graph cannot run again.
         """
+        items, (ids, probabilities) = self._get_next(sample_batch_size, num_steps, time_stacked)
+        # Built here, outside the graph: MindSpore builds a namedtuple inside a graph through
+        # its JIT fallback on the host, which a direct call's graph must not hold.
+        return items, BufferInfo(ids, probabilities)
+
+    @buffer_method(_host_get_next)
+    def _get_next(self, sample_batch_size, num_steps, time_stacked, *, check=True):
+        # get_next's graph body: the items and a plain (ids, probabilities) pair.
         picks = 1 if sample_batch_size is None else sample_batch_size
         steps = 1 if num_steps is None else num_steps
         storage = self.storage
@@ -245,10 +252,10 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         if num_steps is not None and not time_stacked:
             if sample_batch_size is None:
                 items = tuple(rebuild(self._template, [x[t] for x in leaves]) for t in range(num_steps))
-                return items, BufferInfo(tuple(ids[t] for t in range(num_steps)), probabilities)
+                return items, (tuple(ids[t] for t in range(num_steps)), probabilities)
             items = tuple(rebuild(self._template, [x[:, t] for x in leaves]) for t in range(num_steps))
-            return items, BufferInfo(tuple(ids[:, t] for t in range(num_steps)), probabilities)
-        return rebuild(self._template, leaves), BufferInfo(ids, probabilities)
+            return items, (tuple(ids[:, t] for t in range(num_steps)), probabilities)
+        return rebuild(self._template, leaves), (ids, probabilities)
 
     # ----------------------------------------------------------------------- gather_all
     @buffer_method(_host_gather_all)

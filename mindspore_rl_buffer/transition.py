@@ -287,8 +287,10 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
             starts' physical slots ``row * num_envs + env`` (stable while stored) and whose
             ``probabilities`` (float32, ``(B,)``) are ``1 / valid_starts()``.
         """
-        _, items, info = self._sample(batch_size, True)
-        return items, info
+        _, items, (ids, probabilities) = self._sample(batch_size, True)
+        # Built here, outside the graph: MindSpore builds a namedtuple inside a graph through
+        # its JIT fallback on the host, which a direct call's graph must not hold.
+        return items, BufferInfo(ids, probabilities)
 
     @buffer_method(_host_sample)
     def _sample(self, batch_size, with_info, *, check=True):
@@ -311,7 +313,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         if not with_info:
             return total, items
         probabilities = ops.ones((batch_size,), ms.float32) / total.astype(ms.float32)
-        return total, items, BufferInfo(physical * self._num_envs + env, probabilities)
+        return total, items, (physical * self._num_envs + env, probabilities)
 
     @buffer_method()
     def valid_starts(self, *, check=True):

@@ -34,6 +34,44 @@ STREAM_STRATA = 7
 STREAM_GLOBAL = 8
 
 
+# MindSpore 2.10's GPU Sort sorts a row of up to this many keys of any dtype in place; longer
+# rows only as float16/float32 (``sort_gpu_kernel.cc``; docs/gpu/README.md). float32 holds
+# every integer below FLOAT32_EXACT exactly.
+GPU_SORT_ANY_DTYPE = 4096
+FLOAT32_EXACT = 2**24
+
+
+# The column dtypes MindSpore 2.10's GPU ScatterUpdate registers (scatter_functor_gpu_kernel.cc);
+# ScatterNdUpdate registers every dtype (docs/gpu/README.md).
+SCATTER_UPDATE_DTYPES = (ms.float16, ms.float32, ms.int8, ms.uint8, ms.int32, ms.int64)
+
+
+def write_rows(column, rows, values):
+    """In place: ``column[rows] = values`` (``rows`` int32, distinct), through a kernel every device has.
+
+    ``ScatterUpdate`` where MindSpore's GPU kernel takes the column's dtype, ``ScatterNdUpdate``
+    otherwise (float64: the GPU ScatterUpdate has no float64 kernel).
+    """
+    if column.dtype in SCATTER_UPDATE_DTYPES:
+        return ops.scatter_update(column, rows, values)
+    return ops.scatter_nd_update(column, rows.reshape((-1, 1)), values)
+
+
+def sort_ints(values, bound):
+    """``ops.sort`` of integer ``values`` in ``[0, bound)``, in a form MindSpore's GPU Sort accepts.
+
+    Rows longer than :data:`GPU_SORT_ANY_DTYPE` sort as float32 keys, exact for ``bound <=
+    2**24``; shorter rows (and larger bounds, documented as unverified on GPU) sort as they are.
+
+    Returns:
+        Tuple of 2: the sorted values (the dtype of ``values``) and their positions (int32).
+    """
+    if values.shape[-1] > GPU_SORT_ANY_DTYPE and bound <= FLOAT32_EXACT:
+        ordered, order = ops.sort(values.astype(ms.float32))
+        return ordered.astype(values.dtype), order
+    return ops.sort(values)
+
+
 def uniform_int(shape, high, seed=None, stream=STREAM_SAMPLE):
     """int32 draws, uniform over ``[0, high)``; ``high`` may be a tensor (a Parameter such as ``count``).
 

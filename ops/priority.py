@@ -31,7 +31,7 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops._common import ASSERT, STREAM_STRATA, arange, guarded, uniform_real
+from mindspore_rl_buffer.ops._common import ASSERT, STREAM_STRATA, arange, guarded, sort_ints, uniform_real
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 
 # Priorities below this (and NaN, inside a graph) count as this.
@@ -112,7 +112,7 @@ def tree_writes(sum_tree, min_tree, slots, values, capacity):
     """
     size = tree_size(capacity)
     batch_size = slots.shape[0]
-    order = ops.sort(slots)[1]
+    order = sort_ints(slots, capacity)[1]
     nodes = ops.gather(slots, order, 0) + size
     sums = ops.gather(values.astype(ms.float32), order, 0)
     mins = sums

@@ -14,7 +14,15 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops._common import STREAM_ACCEPT, STREAM_SLOTS, arange, capacity_of, uniform_int, uniform_real
+from mindspore_rl_buffer.ops._common import (
+    STREAM_ACCEPT,
+    STREAM_SLOTS,
+    arange,
+    capacity_of,
+    uniform_int,
+    uniform_real,
+    write_rows,
+)
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 
 
@@ -140,6 +148,6 @@ def insert(columns, seen, batch, seed=None):
         new = ops.gather(values, source, 0)
         old = ops.gather(column, rows, 0)
         mask = keep_old.reshape((batch_size,) + (1,) * (len(values.shape) - 1))
-        ops.scatter_update(column, rows, ops.where(mask, old, new))
+        write_rows(column, rows, ops.where(mask, old, new))
     new_seen = seen + batch_size
     return new_seen, ops.minimum(new_seen, capacity).astype(ms.int32)

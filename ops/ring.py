@@ -21,8 +21,10 @@ from mindspore_rl_buffer.ops._common import (
     arange,
     capacity_of,
     guarded,
+    sort_ints,
     uniform_int,
     uniform_real,
+    write_rows,
 )
 
 
@@ -124,7 +126,7 @@ def insert(columns, head, count, batch):
     for column, values in zip(columns, batch):
         if kept < batch_size:
             values = values[batch_size - kept:]
-        ops.scatter_update(column, rows, values)
+        write_rows(column, rows, values)
     return rows, new_head, new_count
 
 
@@ -202,7 +204,7 @@ def sample_indices(head, count, sample_size, capacity, ordered=False, replace=Tr
     if ordered:
         # Draws are physical rows when unordered; ordered re-reads them as logical indexes,
         # which is a uniform draw over [0, count) all the same.
-        logical = ops.sort(drawn)[0]
+        logical = sort_ints(drawn, capacity)[0]
         physical = logical_to_physical(head, logical, capacity)
     else:
         physical, logical = drawn, physical_to_logical(head, drawn, capacity)

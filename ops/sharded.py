@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops._common import STREAM_GLOBAL, arange, capacity_of, guarded, uniform_int
+from mindspore_rl_buffer.ops._common import STREAM_GLOBAL, arange, capacity_of, guarded, sort_ints, uniform_int
 from mindspore_rl_buffer.ops.ring import logical_to_physical
 
 # How each column dtype travels, in 32-bit words, exactly. MindSpore 2.10's CPU AllGather
@@ -157,7 +157,7 @@ def locate(counts, index):
     return owner, index - ops.gather(starts, owner, 0)
 
 
-def draw_global(counts, sample_size, ordered=False, seed=None):
+def draw_global(counts, sample_size, ordered=False, seed=None, bound=None):
     """Draw ``sample_size`` global indexes uniformly over the union of the shards.
 
     Args:
@@ -167,6 +167,9 @@ def draw_global(counts, sample_size, ordered=False, seed=None):
             rank order). Default: ``False``.
         seed (int): Seed of the random operator; ``None`` follows ``mindspore.set_seed``.
             Default: ``None``.
+        bound (int): An upper bound of the total (the union's capacity), which lets an
+            ordered draw of more than 4,096 sort as float32 keys on GPU (see
+            ``sort_ints``). Default: ``None``, no bound known.
 
     Returns:
         Tuple of 2: the draws (int32, ``(sample_size,)``) and the total count (int32
@@ -175,7 +178,7 @@ def draw_global(counts, sample_size, ordered=False, seed=None):
     total = counts.sum().astype(ms.int32)
     drawn = uniform_int((sample_size,), ops.maximum(total, 1), seed, STREAM_GLOBAL)
     if ordered:
-        drawn = ops.sort(drawn)[0]
+        drawn = sort_ints(drawn, 2**31 if bound is None else bound)[0]
     return drawn, total
 
 
@@ -275,7 +278,7 @@ def sample_global(columns, head, count, sample_size, rank, group, ordered=False,
         ``GPU`` ``CPU``
     """
     counts = gather_counts(count, group)
-    drawn, total = draw_global(counts, sample_size, ordered, seed)
+    drawn, total = draw_global(counts, sample_size, ordered, seed, capacity_of(columns) * counts.shape[0])
     drawn = share_from_root(drawn, group)
     owner, local = locate(counts, drawn)
     values = gather_owned(columns, head, owner, local, rank)

@@ -41,7 +41,16 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops._common import STREAM_SAMPLE, ZERO, arange, guarded, masked_counts, offsets, uniform_int
+from mindspore_rl_buffer.ops._common import (
+    STREAM_SAMPLE,
+    ZERO,
+    arange,
+    guarded,
+    masked_counts,
+    offsets,
+    uniform_int,
+    write_rows,
+)
 
 
 @ops.constexpr
@@ -328,7 +337,7 @@ def insert_steps(frames, ranks, head, count, last_ended, finals, observation, te
     skip = (steps - min(steps, max_length)) * num_envs
     if skip:
         flat, values, observation = flat[skip:], values[skip:], observation[skip:]
-    ops.scatter_update(frames, flat, observation)
+    write_rows(frames, flat, observation)
     ops.scatter_update(ranks, flat, values)
     newest = offsets(steps - 1, steps)
     ended = ops.logical_or(ops.gather(terminated, newest, 0) != 0, ops.gather(truncated, newest, 0) != 0)

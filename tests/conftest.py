@@ -1,10 +1,13 @@
-"""Every test runs in GRAPH_MODE on the CPU, with fresh buffers from the fixtures."""
+"""Every test runs in GRAPH_MODE on the CPU (on the GPU with MSRB_TEST_DEVICE=GPU), with fresh buffers."""
+import os
+
 import mindspore as ms
 import pytest
 
 # Set once, before any kernel runs: MindSpore refuses set_device once its runtime started
 # (a module-scoped fixture may run a kernel before the first function-scoped one).
-ms.set_device("CPU")
+# `python -m benchmarks.gpu_check` sets MSRB_TEST_DEVICE=GPU to run the core tests on a GPU.
+ms.set_device(os.environ.get("MSRB_TEST_DEVICE", "CPU"))
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ MODULES = sorted(
 ) + sorted(
     ".".join(["mindspore_rl_buffer.ops", path.stem]).replace(".__init__", "")
     for path in (ROOT / "ops").glob("*.py") if ">>> " in path.read_text()
-)
+) + sorted(f"benchmarks.{path.stem}" for path in (ROOT / "benchmarks").glob("*.py") if ">>> " in path.read_text())
 
 
 @pytest.mark.parametrize("name", MODULES)
