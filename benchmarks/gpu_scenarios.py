@@ -130,12 +130,25 @@ def reservoir() -> None:
     InsertSample(rrb)(*[Tensor(c) for c in batch(SHAPES, DTYPES, 3, 20)])
 
 
+class AddAndGather(nn.Cell):
+    """A user's graph: add a batch of steps, then read every stored step back."""
+
+    def __init__(self, buffer: TrajectoryReplayBuffer) -> None:
+        super().__init__()
+        self.buffer = buffer
+
+    def construct(self, *leaves):
+        _ = self.buffer.add_batch(leaves)
+        return self.buffer.gather_all(), self.buffer.num_frames()
+
+
 def trajectory() -> None:
     """TrajectoryReplayBuffer: add_batch, windows with and without a batch size, gather_all, the pass."""
     spec = tuple(TensorSpec(shape, dtype, f"c{i}") for i, (shape, dtype) in enumerate(zip(SHAPES, DTYPES)))
     rb = TrajectoryReplayBuffer(spec, batch_size=2, max_length=6, seed=1)
     for t in range(8):
         rb.add_batch(tuple(batch(SHAPES, DTYPES, 2, t)))
+    AddAndGather(rb)(*[Tensor(c) for c in batch(SHAPES, DTYPES, 2, 8)])
     rb.get_next(sample_batch_size=3)
     rb.get_next(sample_batch_size=3, num_steps=2)
     rb.get_next(num_steps=2)
@@ -154,6 +167,7 @@ def sharded() -> None:
         rb.insert(batch(list(shapes), dtypes, 5))
         rb.sample()
         rb.size(), rb.local_size(), rb.full()
+        InsertSample(rb, read=False)(*[Tensor(c) for c in batch(list(shapes), dtypes, 3, 5)])
 
 
 class TransitionStep(nn.Cell):
@@ -217,8 +231,9 @@ class InfoInGraph(nn.Cell):
         super().__init__()
         self.buffer = buffer
 
-    def construct(self):
+    def construct(self, *leaves):
         if isinstance(self.buffer, TrajectoryReplayBuffer):
+            _ = self.buffer.add_batch(leaves)
             items, info = self.buffer.get_next(3, 2)
             return items, info.ids
         items, info = self.buffer.sample_with_info()
@@ -226,7 +241,7 @@ class InfoInGraph(nn.Cell):
 
 
 def info_in_graph() -> None:
-    """get_next and sample_with_info inside a user's graph, reading BufferInfo's fields there."""
+    """add_batch and get_next, and sample_with_info, inside a user's graph, reading BufferInfo's fields there."""
     spec = (TensorSpec((2,), ms.float32, "x"),)
     trajectories = TrajectoryReplayBuffer(spec, batch_size=2, max_length=4, seed=1)
     for t in range(3):
@@ -236,7 +251,7 @@ def info_in_graph() -> None:
     for t in range(4):
         transitions.insert([np.full((1, 2), t, np.float32), np.zeros(1, np.int32), np.ones(1, np.float32),
                             np.zeros(1, np.uint8), np.zeros(1, np.uint8)])
-    InfoInGraph(trajectories)()
+    InfoInGraph(trajectories)(Tensor(np.full((2, 2), 3, np.float32)))
     InfoInGraph(transitions)()
 
 
