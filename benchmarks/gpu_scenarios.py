@@ -76,6 +76,9 @@ def replay_buffer() -> None:
         rb.reset()
     ordered = ReplayBuffer(4, 8, SHAPES, list(DTYPES), ordered=True, seed=1)
     InsertSample(ordered)(*[Tensor(c) for c in batch(SHAPES, DTYPES, 6)])
+    long = ReplayBuffer(5000, 6000, [()], [ms.int32], seed=1)
+    long.insert([np.arange(6000, dtype=np.int32)])
+    long.sample(True)
 
 
 def writer_flushes() -> None:
@@ -120,6 +123,11 @@ def priority() -> None:
     prb.update_priorities(np.array([0, 1], np.int64), np.array([1.0, 3.0], np.float64))
     prb.get_item(np.array([0], np.int32))
     PriorityStep(prb)(*[Tensor(c) for c in batch(SHAPES, DTYPES, 2, 7)])
+    # Past 4,096 rows sorts and the last-occurrence rule take their long-row forms.
+    big = PriorityReplayBuffer(0.6, 6000, 5000, [()], [ms.float32], seed=1)
+    big.insert([np.zeros(5000, np.float32)])
+    slots, *_ = big.sample(0.4)
+    big.update_priorities(slots, np.ones(5000, np.float32))
 
 
 def reservoir() -> None:
@@ -128,6 +136,9 @@ def reservoir() -> None:
     rrb.insert(batch(SHAPES, DTYPES, 9))
     rrb.sample()
     InsertSample(rrb)(*[Tensor(c) for c in batch(SHAPES, DTYPES, 3, 20)])
+    big = ReservoirReplayBuffer(5000, 6000, [()], [ms.int32], seed=1)
+    big.insert([np.arange(13000, dtype=np.int32)])
+    big.sample()
 
 
 class AddAndGather(nn.Cell):

@@ -269,12 +269,13 @@ def insert_priorities(sum_tree, min_tree, rows, max_priority, alpha, capacity):
     return set_leaves(sum_tree, min_tree, rows, values, capacity)
 
 
-def winning_values(slots, values):
+def winning_values(slots, values, bound=None):
     """Give every occurrence of a slot the value of its last occurrence.
 
     Writing ``values`` then leaves every leaf as numpy's ``leaf[slots] = values`` would,
     in whatever order the scatter applies the writes (on GPU it is not specified for
-    repeated indexes): every write to a slot carries the same value.
+    repeated indexes): every write to a slot carries the same value. ``bound`` (every slot is
+    below it) lets batches over 4,096 slots resolve without a sort (see :func:`last_occurrence`).
 
     Examples:
         >>> import numpy as np
@@ -283,7 +284,7 @@ def winning_values(slots, values):
         >>> winning_values(Tensor(np.array([1, 3, 1], np.int32)), Tensor([5.0, 2.0, 0.5])).asnumpy().tolist()
         [0.5, 2.0, 0.5]
     """
-    return ops.gather(values, last_occurrence(slots), 0)
+    return ops.gather(values, last_occurrence(slots, bound), 0)
 
 
 def update_priorities(sum_tree, min_tree, max_priority, count, slots, priorities, alpha, capacity,
@@ -333,6 +334,6 @@ def update_priorities(sum_tree, min_tree, max_priority, count, slots, priorities
         # Every write below depends on the assertion, so a failed check writes nothing.
         ok = ops.logical_and(wide >= 0, wide < count.astype(ms.int64)).all()
         slots = ops.depend(slots, ASSERT(ok, [wide, count]))
-    clamped = winning_values(slots, clamp_priorities(priorities))
+    clamped = winning_values(slots, clamp_priorities(priorities), capacity)
     set_leaves(sum_tree, min_tree, slots, leaf_values(clamped, alpha), capacity)
     return ops.maximum(max_priority, clamped.max())

@@ -64,7 +64,7 @@ def draw_slots(seen, batch_size, capacity, seed=None):
     return slots, accepted
 
 
-def plan_writes(slots, accepted):
+def plan_writes(slots, accepted, capacity=None):
     """Resolve a batch's draws into one write per item, with equal values on equal rows.
 
     Item ``j`` writes row ``rows[j]`` with item ``source[j]`` of the batch, or, where
@@ -77,6 +77,8 @@ def plan_writes(slots, accepted):
     Args:
         slots (Tensor): int32, ``(n,)``, in ``[0, capacity)``.
         accepted (Tensor): bool, ``(n,)``.
+        capacity (int): Slots of the reservoir, if known: it lets batches over 4,096 items
+            resolve without a sort (see :func:`last_occurrence`). Default: ``None``.
 
     Returns:
         Tuple of 3 tensors of shape ``(n,)``: ``rows`` (int32), ``source`` (int32) and
@@ -94,7 +96,7 @@ def plan_writes(slots, accepted):
     batch_size = slots.shape[0]
     capacity_sink = slots.max() + 1
     # Rejected items get a slot of their own beyond all real ones, so they never win one.
-    winners = last_occurrence(ops.where(accepted, slots, capacity_sink))
+    winners = last_occurrence(ops.where(accepted, slots, capacity_sink), None if capacity is None else capacity + 1)
     last_accepted = ops.where(accepted, arange(batch_size), 0).max()
     source = ops.where(accepted, winners, last_accepted)
     rows = ops.gather(slots, source, 0)
@@ -143,7 +145,7 @@ def insert(columns, seen, batch, seed=None):
     if batch_size == 0:
         return seen, ops.minimum(seen, capacity).astype(ms.int32)
     slots, accepted = draw_slots(seen, batch_size, capacity, seed)
-    rows, source, keep_old = plan_writes(slots, accepted)
+    rows, source, keep_old = plan_writes(slots, accepted, capacity)
     for column, values in zip(columns, batch):
         new = ops.gather(values, source, 0)
         old = ops.gather(column, rows, 0)

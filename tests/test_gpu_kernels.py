@@ -135,3 +135,18 @@ def test_gpu_check_runs_from_the_command_line():
                            check=False, timeout=600, cwd=ROOT)
     assert child.returncode == 0, child.stderr
     assert "GPU" in child.stdout
+
+
+def test_a_priority_update_of_more_than_4096_repeated_slots_is_numpys_assignment():
+    from mindspore_rl_buffer import PriorityReplayBuffer
+
+    prb = PriorityReplayBuffer(1.0, 3000, 4, [()], [ms.float32], seed=5)
+    prb.insert([np.zeros(3000, np.float32)])
+    rng = np.random.default_rng(11)
+    slots = rng.integers(0, 3000, 5000).astype(np.int32)
+    priorities = rng.uniform(0.5, 2.0, 5000).astype(np.float32)
+    prb.update_priorities(slots, priorities)
+    leaves = np.ones(3000, np.float32)  # inserted items take the largest priority so far, 1
+    leaves[slots] = priorities  # numpy: the last occurrence wins
+    first_leaf = len(prb.sum_tree.asnumpy()) // 2
+    np.testing.assert_allclose(prb.sum_tree.asnumpy()[first_leaf:first_leaf + 3000], leaves, rtol=1e-6)

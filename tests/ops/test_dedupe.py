@@ -48,3 +48,18 @@ def test_last_occurrence_wins_for_any_index_values(path):
         np.testing.assert_array_equal(got, last_positions(index), err_msg=name)
         # The winner of a position wins its own position: result[j] == j exactly where j wins.
         np.testing.assert_array_equal(got[got], got, err_msg=name)
+
+
+def last_occurrence_below_3000(index):
+    return last_occurrence(index, 3000)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_past_4096_indexes_with_a_bound_the_scatter_path_matches_numpy(path):
+    # MindSpore's GPU Sort refuses int64 keys in rows over 4,096: with a bound the operator
+    # scatters positions instead of sorting. Both must give numpy's answer.
+    index = np.random.default_rng(7).integers(0, 3000, 5000).astype(np.int32)
+    want = last_positions(index)
+    with_bound = on_path(path, last_occurrence_below_3000)(Tensor(index))
+    np.testing.assert_array_equal(with_bound.asnumpy(), want)
+    np.testing.assert_array_equal(on_path(path, last_occurrence)(Tensor(index)).asnumpy(), want)
