@@ -16,9 +16,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.gpu_inventory import ROOT, child_env
+
 CORE_TESTS = ("tests/ops", "tests/test_replay_buffer.py", "tests/test_priority_replay_buffer.py",
               "tests/test_reservoir_replay_buffer.py", "tests/test_trajectory.py", "tests/test_transition.py",
               "tests/test_writer.py", "tests/test_specs.py", "tests/test_graph.py", "tests/test_checkpoint.py")
@@ -27,16 +27,11 @@ FIGURE_LINES = re.compile(r"^\| (empty compiled call|insert 1 \(W1\)|sample 64 \
                           r"in the compiled graph|numpy-fed)|^W3 insert")
 
 
-def _env(**extra: str) -> dict[str, str]:
-    path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
-    return {**os.environ, "PYTHONPATH": path, **extra}
-
-
 def probe() -> tuple[bool, str]:
     """Whether MindSpore can run a kernel on a GPU here, and what it said (versions, or why not)."""
     if shutil.which("nvidia-smi") is None:
         return False, "no GPU found: nvidia-smi is not on PATH"
-    child = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check", "--probe"], cwd=ROOT, env=_env(),
+    child = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check", "--probe"], cwd=ROOT, env=child_env(),
                            capture_output=True, text=True, check=False, timeout=600)
     if child.returncode != 0:
         lines = (child.stderr or child.stdout).strip().splitlines()
@@ -62,7 +57,7 @@ def run_tests() -> list[tuple[str, bool, str]]:
     results = []
     for path in CORE_TESTS:
         child = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", path], cwd=ROOT,
-                               env=_env(MSRB_TEST_DEVICE="GPU"), capture_output=True, text=True, check=False)
+                               env=child_env(MSRB_TEST_DEVICE="GPU"), capture_output=True, text=True, check=False)
         lines = child.stdout.strip().splitlines()
         results.append((path, child.returncode == 0, lines[-1] if lines else child.stderr.strip()[-200:]))
     return results
@@ -71,8 +66,8 @@ def run_tests() -> list[tuple[str, bool, str]]:
 def run_figures() -> list[str]:
     """The W1/W3 lines of ``python -m benchmarks`` run on the GPU."""
     with tempfile.TemporaryDirectory() as out:
-        child = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check", "--bench", out], cwd=ROOT, env=_env(),
-                               capture_output=True, text=True, check=False)
+        child = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check", "--bench", out], cwd=ROOT,
+                               env=child_env(), capture_output=True, text=True, check=False)
     if child.returncode != 0:
         return [f"python -m benchmarks failed on the GPU: {child.stderr.strip().splitlines()[-1:]}"]
     return [line for line in child.stdout.splitlines() if FIGURE_LINES.search(line)]

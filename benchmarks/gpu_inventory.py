@@ -107,11 +107,15 @@ def collect(dump_dir: Path) -> dict[str, list[list[str]]]:
     return {primitive: [list(d) for d in sorted(found[primitive])] for primitive in sorted(found)}
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """This environment, with the project's root first on ``PYTHONPATH`` and ``extra`` set: a child's."""
+    path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
 def run_scenario(name: str, dump_dir: Path) -> dict[str, list[list[str]]]:
     """Run one scenario in a child process under the IR dump; return what its graphs use."""
-    env = {**os.environ, "MS_DEV_SAVE_GRAPHS": "1", "MS_DEV_SAVE_GRAPHS_PATH": str(dump_dir),
-           "MS_DEV_DUMP_IR_PASSES": DUMP_PASS, "PYTHONPATH": os.pathsep.join(
-               [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env = child_env(MS_DEV_SAVE_GRAPHS="1", MS_DEV_SAVE_GRAPHS_PATH=str(dump_dir), MS_DEV_DUMP_IR_PASSES=DUMP_PASS)
     child = subprocess.run([sys.executable, "-m", "benchmarks.gpu_inventory", "--child", name], cwd=ROOT, env=env,
                            capture_output=True, text=True, check=False)
     if child.returncode != 0:
@@ -137,6 +141,10 @@ def _base(token: str) -> str:
     return token.split("@")[0]
 
 
+def _is_tensor(token: str) -> bool:
+    return "@" not in token or token.endswith("@Const")
+
+
 def matches(inputs: list[str], signature: list[str]) -> bool:
     """Whether a node's ``inputs`` select a kernel registered with ``signature`` (both as tokens).
 
@@ -147,7 +155,7 @@ def matches(inputs: list[str], signature: list[str]) -> bool:
     """
     if len(inputs) == len(signature) and all(i == "None" or _base(i) == _base(s) for i, s in zip(inputs, signature)):
         return True
-    tensors = [i for i in inputs if "@" not in i or i.endswith("@Const")]
+    tensors = [i for i in inputs if _is_tensor(i)]
     while tensors and tensors[-1].endswith("@Const") and len(tensors) > len([s for s in signature if "@" not in s]):
         tensors.pop()
     return [_base(t) for t in tensors] == [s for s in signature if "@" not in s]
@@ -184,8 +192,8 @@ def supported(table: dict[str, Any], primitive: str, inputs: Iterable[str]) -> b
 def matches_variadic(inputs: list[str], signature: list[str]) -> bool:
     """Whether ``inputs`` fit a kernel registered with all-same inputs (``Concat``, ``Stack``, ``AddN``):
     any number of tensors of the signature's first dtype, then its remaining (scalar) inputs."""
-    tensors = [_base(i) for i in inputs if "@" not in i or i.endswith("@Const")]
-    rest = [_base(i) for i in inputs if "@" in i and not i.endswith("@Const")]
+    tensors = [_base(i) for i in inputs if _is_tensor(i)]
+    rest = [_base(i) for i in inputs if not _is_tensor(i)]
     return bool(tensors) and set(tensors) == {signature[0]} and rest == [_base(s) for s in signature[1:]]
 
 
@@ -200,13 +208,12 @@ def unsupported(found: dict[str, dict[str, list[list[str]]]], table: dict[str, A
     return [{"primitive": p, "dtypes": list(d), "scenarios": s} for (p, d), s in sorted(flagged.items())]
 
 
-def report(found: dict[str, dict[str, list[list[str]]]], table: dict[str, Any]) -> str:
-    """A short text report: what the graphs use, and what the GPU table does not list."""
+def report(found: dict[str, dict[str, list[list[str]]]], table: dict[str, Any], bad: list[dict[str, Any]]) -> str:
+    """A short text report: what the graphs use, and ``bad``, what the GPU table does not list."""
     pairs = {(p, tuple(d)) for primitives in found.values() for p, lists in primitives.items() for d in lists}
     kernels = {p for p, _ in pairs if p not in table["virtual"] and p not in table["host"]}
     lines = [f"scenarios: {', '.join(found)}",
              f"{len(kernels)} primitives with kernels, {len(pairs)} (primitive, input dtypes) pairs"]
-    bad = unsupported(found, table)
     if not bad:
         lines.append(f"every pair is registered by MindSpore {table['mindspore']}'s GPU kernels")
     for row in bad:
@@ -232,11 +239,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     found = inventory(args.scenarios)
     table = load_table()
-    print(report(found, table))
+    bad = unsupported(found, table)
+    print(report(found, table, bad))
     if args.json:
-        Path(args.json).write_text(json.dumps({"inventory": found, "unsupported": unsupported(found, table)},
-                                              indent=1))
-    return 1 if unsupported(found, table) else 0
+        Path(args.json).write_text(json.dumps({"inventory": found, "unsupported": bad}, indent=1))
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

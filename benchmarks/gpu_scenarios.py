@@ -44,12 +44,19 @@ def batch(shapes: list[tuple[int, ...]], dtypes: tuple[Any, ...], rows: int, sta
     return columns
 
 
-class InsertSample(nn.Cell):
+class UserGraph(nn.Cell):
+    """The base of the users' graphs below: a Cell that owns a buffer and calls it in ``construct``."""
+
+    def __init__(self, buffer: nn.Cell) -> None:
+        super().__init__()
+        self.buffer = buffer
+
+
+class InsertSample(UserGraph):
     """A user's training-graph fragment: insert a batch, then sample (and read items)."""
 
     def __init__(self, buffer: nn.Cell, read: bool = True) -> None:
-        super().__init__()
-        self.buffer = buffer
+        super().__init__(buffer)
         self.read = read
 
     def construct(self, *columns):
@@ -100,12 +107,8 @@ def compat_faces() -> None:
     prb.sample(1.0)
 
 
-class PriorityStep(nn.Cell):
+class PriorityStep(UserGraph):
     """A user's graph: insert, sample with weights, update the sampled slots' priorities."""
-
-    def __init__(self, buffer: PriorityReplayBuffer) -> None:
-        super().__init__()
-        self.buffer = buffer
 
     def construct(self, *columns):
         _ = self.buffer.insert(list(columns))
@@ -141,12 +144,8 @@ def reservoir() -> None:
     big.sample()
 
 
-class AddAndGather(nn.Cell):
+class AddAndGather(UserGraph):
     """A user's graph: add a batch of steps, then read every stored step back."""
-
-    def __init__(self, buffer: TrajectoryReplayBuffer) -> None:
-        super().__init__()
-        self.buffer = buffer
 
     def construct(self, *leaves):
         _ = self.buffer.add_batch(leaves)
@@ -181,12 +180,8 @@ def sharded() -> None:
         InsertSample(rb, read=False)(*[Tensor(c) for c in batch(list(shapes), dtypes, 3, 5)])
 
 
-class TransitionStep(nn.Cell):
+class TransitionStep(UserGraph):
     """A user's graph: insert one step of every environment, then sample transitions."""
-
-    def __init__(self, buffer: TransitionReplayBuffer) -> None:
-        super().__init__()
-        self.buffer = buffer
 
     def construct(self, *columns):
         _ = self.buffer.insert(list(columns))
@@ -235,12 +230,8 @@ def dqn() -> None:
             train(config, seed=0, loop=loop, progress=False, stop_when_solved=False)
 
 
-class InfoInGraph(nn.Cell):
+class InfoInGraph(UserGraph):
     """A user's graph that reads BufferInfo: MindSpore builds the namedtuple on the host (PyExecute)."""
-
-    def __init__(self, buffer: nn.Cell) -> None:
-        super().__init__()
-        self.buffer = buffer
 
     def construct(self, *leaves):
         if isinstance(self.buffer, TrajectoryReplayBuffer):

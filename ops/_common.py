@@ -47,7 +47,7 @@ SCATTER_UPDATE_DTYPES = (ms.float16, ms.float32, ms.int8, ms.uint8, ms.int32, ms
 
 
 def write_rows(column, rows, values):
-    """In place: ``column[rows] = values`` (``rows`` int32, distinct), through a kernel every device has.
+    """In place: ``column[rows] = values`` (``rows`` int32; a repeated row must carry equal values), on any device.
 
     ``ScatterUpdate`` where MindSpore's GPU kernel takes the column's dtype, ``ScatterNdUpdate``
     otherwise (float64: the GPU ScatterUpdate has no float64 kernel).
@@ -57,16 +57,17 @@ def write_rows(column, rows, values):
     return ops.scatter_nd_update(column, rows.reshape((-1, 1)), values)
 
 
-def sort_ints(values, bound):
+def sort_ints(values, bound=None):
     """``ops.sort`` of integer ``values`` in ``[0, bound)``, in a form MindSpore's GPU Sort accepts.
 
     Rows longer than :data:`GPU_SORT_ANY_DTYPE` sort as float32 keys, exact for ``bound <=
-    2**24``; shorter rows (and larger bounds, documented as unverified on GPU) sort as they are.
+    2**24``; shorter rows (and larger or unknown bounds, ``None``, documented as unverified on
+    GPU) sort as they are.
 
     Returns:
         Tuple of 2: the sorted values (the dtype of ``values``) and their positions (int32).
     """
-    if values.shape[-1] > GPU_SORT_ANY_DTYPE and bound <= FLOAT32_EXACT:
+    if values.shape[-1] > GPU_SORT_ANY_DTYPE and bound is not None and bound <= FLOAT32_EXACT:
         ordered, order = ops.sort(values.astype(ms.float32))
         return ordered.astype(values.dtype), order
     return ops.sort(values)

@@ -178,7 +178,7 @@ def draw_global(counts, sample_size, ordered=False, seed=None, bound=None):
     total = counts.sum().astype(ms.int32)
     drawn = uniform_int((sample_size,), ops.maximum(total, 1), seed, STREAM_GLOBAL)
     if ordered:
-        drawn = sort_ints(drawn, 2**31 if bound is None else bound)[0]
+        drawn = sort_ints(drawn, bound)[0]
     return drawn, total
 
 
