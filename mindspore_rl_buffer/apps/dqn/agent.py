@@ -47,9 +47,9 @@ ENVS = ("mindspore", "gymnasium")
 class DQNAgent:
     """The Cells and buffer of one DQN run, built by :func:`build_agent`.
 
-    ``train_loop``, ``warmup_loop`` (the same loop without learn steps, for the steps before
-    ``learning_starts``) and ``eval_loop`` are the fused graphs; they exist for the device
-    buffer with the MindSpore CartPoles only.
+    ``train_loop`` (which also runs the steps before ``learning_starts``, with no learn steps)
+    and ``eval_loop`` are the fused graphs; they exist for the device buffer with the
+    MindSpore CartPoles only.
     """
 
     q_net: QNetwork
@@ -61,7 +61,6 @@ class DQNAgent:
     collector: Collector
     evaluate: Callable[[], np.ndarray]
     train_loop: TrainLoop | None = None
-    warmup_loop: TrainLoop | None = None
     eval_loop: EvalLoop | None = None
 
 
@@ -168,5 +167,4 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
     learn_steps = get("trainer", "learn_steps_per_collect")
     return DQNAgent(q_net, target_net, policy, update, buffer, learn, collector, evaluate,
                     train_loop=TrainLoop(collector.step, learn, learn_steps),
-                    warmup_loop=TrainLoop(collector.step, learn, 0),
                     eval_loop=EvalLoop(q_net, CartPole(eval_episodes, max_episode_steps)))

@@ -76,8 +76,9 @@ class FusedLoop:
         self.agent = agent
 
     def run(self, iterations: int, learn: bool) -> float:
-        graph = self.agent.train_loop if learn else self.agent.warmup_loop
-        return float(graph(Tensor(iterations, ms.int32)).asnumpy())
+        graph = self.agent.train_loop
+        learn_steps = graph.learn_steps_per_collect if learn else 0
+        return float(graph(Tensor(iterations, ms.int32), Tensor(learn_steps, ms.int32)).asnumpy())
 
     def evaluate(self) -> np.ndarray:
         return self.agent.eval_loop().asnumpy()

@@ -62,13 +62,15 @@ def test_the_loop_counts_learn_steps_and_syncs_the_target_on_the_period():
     agent = dqn.build_agent(config, seed=0)
     loop = FusedLoop(agent)
     loop.run(30, learn=False)
-    assert same_networks(agent)  # built as a copy
+    assert same_networks(agent) and int(agent.update.learn_steps.asnumpy()) == 0  # built as a copy; no learning
+    assert len(agent.train_loop.compile_cache) == 1  # the warm-up compiled the graph the learning launches run
     for iterations, learned, synced in [(2, 4, True), (1, 6, False), (1, 8, True), (3, 14, False)]:
         loss_sum = loop.run(iterations, learn=True)
         assert np.isfinite(loss_sum) and loss_sum > 0
         assert int(agent.update.learn_steps.asnumpy()) == learned
         assert same_networks(agent) == synced, learned
     assert int(agent.policy.steps.asnumpy()) == 4 * (30 + 7)
+    assert len(agent.train_loop.compile_cache) == 1  # and nothing recompiled it
 
 
 @pytest.mark.parametrize("loop", ["fused", "host"])
