@@ -83,13 +83,17 @@ def test_short_training_run_decreases_the_loss(loop):
     assert losses[-2:].mean() < 0.05 * losses[:2].mean(), losses
 
 
-def test_both_loops_log_and_evaluate_at_the_same_steps():
+def test_both_loops_train_the_same_agent_and_log_and_evaluate_at_the_same_steps():
     config = small_config(max_steps=400, eval_starts=160, eval_interval=100, log_interval=7)
     results = {loop: dqn.train(config, seed=1, progress=False, loop=loop) for loop in ("fused", "host")}
     fused, host = results["fused"], results["host"]
     assert [step for step, _ in fused.eval_history] == [step for step, _ in host.eval_history] == [160, 260, 360, 400]
     assert [step for step, _ in fused.loss_history] == [step for step, _ in host.loss_history]
     assert (fused.env_steps, fused.learn_steps) == (host.env_steps, host.learn_steps) == (400, 4 * 76)
+    # One graph draws the random numbers the host loop's graphs draw: both train the same agent.
+    assert fused.episode_history == host.episode_history and fused.eval_history == host.eval_history
+    np.testing.assert_allclose([loss for _, loss in fused.loss_history], [loss for _, loss in host.loss_history],
+                               rtol=1e-5)
 
 
 def test_the_host_loop_is_the_only_one_for_host_buffers_and_environments():
