@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import statistics
 import threading
 import time
@@ -113,3 +114,14 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "steps": " / ".join(f"{r['solved_at']:,}" if r["solved"] else f"> {r['env_steps']:,}" for r in mine),
             "seconds": " / ".join(f"{r['solve_time']:.0f}" if r["solved"] else "-" for r in mine)}
     return summary
+
+
+def record_run(results: dict[str, Any], run: dict[str, Any], path: Any) -> None:
+    """Add a held-solve ``run`` to ``results["runs"]``, summarize, write ``results`` to ``path`` and say so.
+
+    Written after every run, so an interrupted measurement keeps what it finished.
+    """
+    results["runs"].append(run)
+    results["summary"] = summarize(results["runs"])
+    path.write_text(json.dumps(results, indent=2, default=str))
+    print(f"seed {run['seed']}, {run['variant']}: held at {run['solved_at']} in {run['solve_time']} s", flush=True)

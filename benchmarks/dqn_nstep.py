@@ -23,7 +23,7 @@ from typing import Any
 
 import mindspore as ms
 
-from benchmarks.common import summarize, table
+from benchmarks.common import record_run, table
 from mindspore_rl_buffer import load_config
 from mindspore_rl_buffer.apps.dqn import train
 
@@ -88,11 +88,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for seed in args.seeds:  # both variants one after the other for each seed: the same machine state
         for variant in args.variants:
             chosen = reference if variant == "dqn.py" else with_n_step(config, int(variant))
-            run = held_solve(chosen, variant, seed, args.max_steps)
-            results["runs"].append(run)
-            results["summary"] = summarize(results["runs"])
-            (out / "results.json").write_text(json.dumps(results, indent=2, default=str))
-            print(f"seed {seed}, {label(variant)}: held at {run['solved_at']} in {run['solve_time']} s", flush=True)
+            record_run(results, held_solve(chosen, variant, seed, args.max_steps), out / "results.json")
     print(report(results))
     print(f"\nfigures: {out / 'results.json'}")
     return results

@@ -9,7 +9,7 @@ Three measurements, each interleaved so both loops see the same machine load:
   (one launch per environment step) against the fused loop's (one launch), alternating;
 * **held solve**: for every seed, ``train`` until a held solve (the mean return of 100 greedy
   episodes >= 475 at 3 consecutive evaluations, 2,500 environment steps apart) with today's
-  default (host loop, 4 learn steps per collect, batch 64, target sync every 100 learn steps),
+  default (host loop, 4 learn steps per collect, batch 64, target sync every 100 learn steps, learning rate 1e-3),
   then the shipped config on the host loop and on the fused loop, one after the other.
 
 It prints Markdown tables and writes ``results.json`` and ``held_solve.png`` (every seed's
@@ -41,23 +41,27 @@ from mindspore_rl_buffer.apps.dqn.networks import QNetwork
 
 ROOT = Path(__file__).resolve().parents[1]
 ANCHOR = 4200  # Flashbax's host-loop DQN example on CartPole, environment steps/s on CPU
-TODAY = {"learn_steps_per_collect": 4, "sample_size": 64, "target_sync_period": 100}
+TODAY = {"learn_steps_per_collect": 4, "sample_size": 64, "target_sync_period": 100, "learning_rate": 1e-3}
+BASELINE = "today's default, host loop"
 
 
 def with_settings(config: dict[str, Any], learn_steps_per_collect: int, sample_size: int,
-                  target_sync_period: int) -> dict[str, Any]:
-    """``config`` with another learn ratio, batch and target-sync period."""
+                  target_sync_period: int, learning_rate: float | None = None) -> dict[str, Any]:
+    """``config`` with another learn ratio, batch, target-sync period and (if given) learning rate."""
     config = copy.deepcopy(config)
     config["trainer"]["learn_steps_per_collect"] = learn_steps_per_collect
     config["replay_buffer"]["sample_size"] = sample_size
     config["learner"]["target_sync_period"] = target_sync_period
+    if learning_rate is not None:
+        config["learner"]["learning_rate"] = learning_rate
     return config
 
 
-def settings_of(config: dict[str, Any]) -> dict[str, int]:
+def settings_of(config: dict[str, Any]) -> dict[str, float]:
     return {"learn_steps_per_collect": config["trainer"]["learn_steps_per_collect"],
             "sample_size": config["replay_buffer"]["sample_size"],
-            "target_sync_period": config["learner"]["target_sync_period"]}
+            "target_sync_period": config["learner"]["target_sync_period"],
+            "learning_rate": config["learner"]["learning_rate"]}
 
 
 def throughput(config: dict[str, Any], iterations: int, rounds: int) -> dict[str, Any]:
@@ -123,6 +127,26 @@ def held_solve(config: dict[str, Any], seed: int, loop: str, max_steps: int) -> 
             "evaluations": result.eval_history}
 
 
+def time_ratios(runs: list[dict[str, Any]], baseline: str) -> dict[str, dict[str, Any]]:
+    """Each variant's seconds to a held solve over ``baseline``'s: per seed, and of the medians.
+
+    A seed that either variant did not hold counts as the budget's wall time, so a failure
+    never flatters the ratio.
+    """
+    def seconds(run: dict[str, Any]) -> float:
+        return run["solve_time"] if run["solved"] else run["train_seconds"]
+
+    base = {run["seed"]: seconds(run) for run in runs if run["variant"] == baseline}
+    ratios = {}
+    for variant in dict.fromkeys(run["variant"] for run in runs if run["variant"] != baseline):
+        mine = {run["seed"]: seconds(run) for run in runs if run["variant"] == variant}
+        seeds = [seed for seed in mine if seed in base]
+        ratios[variant] = {
+            "per_seed": {seed: mine[seed] / base[seed] for seed in seeds},
+            "of_medians": statistics.median(mine[s] for s in seeds) / statistics.median(base[s] for s in seeds)}
+    return ratios
+
+
 def plot(runs: list[dict[str, Any]], path: Path, threshold: float, evaluations: int, date: str) -> None:
     import matplotlib
 
@@ -176,6 +200,9 @@ def report(results: dict[str, Any]) -> str:
         rows.append([variant, f"{summary['held']}/{summary['seeds']}", summary["median_steps"],
                      summary["median_seconds"], summary["seconds"]])
     lines += ["", table(rows, ["variant", "held solves", "median env steps", "median seconds", "seconds per seed"])]
+    rows = [[variant, " / ".join(f"{r:.2f}" for r in part["per_seed"].values()), f"{part['of_medians']:.2f}x"]
+            for variant, part in results["time_ratios"].items()]
+    lines += ["", table(rows, [f"seconds to a held solve / {BASELINE}'s", "per seed", "of the medians"])]
     return "\n".join(lines)
 
 
@@ -208,7 +235,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results["evaluation"] = evaluation(4 if args.smoke else 100, 2 if args.smoke else 8)
     runs = []
     for seed in args.seeds:  # the variants one after the other for each seed: the same machine state
-        for variant, config, loop in (("today's default, host loop", today, "host"),
+        for variant, config, loop in ((BASELINE, today, "host"),
                                       ("shipped config, host loop", shipped, "host"),
                                       ("shipped config, fused loop", shipped, "fused")):
             run = held_solve(config, seed, loop, args.max_steps)
@@ -216,6 +243,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             runs.append(run)
             print(f"seed {seed}, {variant}: held at {run['solved_at']} in {run['solve_time']} s", flush=True)
     results["runs"], results["summary"] = runs, summarize(runs)
+    results["time_ratios"] = time_ratios(runs, BASELINE)
     print(report(results))
     threshold = shipped["trainer"].get("solve_threshold", 475.0)
     plot(runs, out / "held_solve.png", threshold, shipped["trainer"].get("solve_evaluations", 3), results["date"])

@@ -6,6 +6,7 @@ are taken round by round.
 """
 import mindspore as ms
 import numpy as np
+import pytest
 
 from benchmarks.buffer_speed import drawn_rows, prefilled, sample_rows
 from benchmarks.common import in_rounds, ratio
@@ -60,6 +61,24 @@ def test_the_solve_benchmark_summarizes_held_solves_per_variant():
     changed = with_settings(config, 1, 128, 250)
     assert changed["trainer"]["learn_steps_per_collect"] == 1 and config["trainer"]["learn_steps_per_collect"] == 4
     assert (changed["replay_buffer"]["sample_size"], changed["learner"]["target_sync_period"]) == (128, 250)
+    config["learner"]["learning_rate"] = 2e-3
+    assert with_settings(config, 4, 64, 100, learning_rate=1e-3)["learner"]["learning_rate"] == 1e-3
+    assert with_settings(config, 4, 64, 100)["learner"]["learning_rate"] == 2e-3
+
+
+def test_the_solve_benchmark_divides_seconds_seed_by_seed_and_counts_a_failure_as_its_wall_time():
+    from benchmarks.dqn_solve import time_ratios
+
+    def run(variant, seed, seconds, solved=True):
+        return {"variant": variant, "seed": seed, "solved": solved, "solve_time": seconds if solved else None,
+                "train_seconds": seconds + 1.0}
+
+    runs = [run("base", 0, 20.0), run("base", 1, 40.0), run("base", 2, 30.0),
+            run("fast", 0, 10.0), run("fast", 1, 10.0), run("fast", 2, 59.0, solved=False)]
+    ratios = time_ratios(runs, "base")
+    assert list(ratios) == ["fast"]
+    assert ratios["fast"]["per_seed"] == {0: 0.5, 1: 0.25, 2: 2.0}
+    assert ratios["fast"]["of_medians"] == 10.0 / 30.0
 
 
 def test_the_transition_baseline_takes_the_frame_rows_the_sampler_gathered():
@@ -79,7 +98,8 @@ def test_the_transition_baseline_takes_the_frame_rows_the_sampler_gathered():
 
 
 def test_the_nstep_benchmark_runs_both_variants_per_seed_and_summarizes_them(tmp_path):
-    from benchmarks.dqn_nstep import main, summarize, with_n_step
+    from benchmarks.common import summarize
+    from benchmarks.dqn_nstep import main, with_n_step
 
     results = main(["--smoke", "--out", str(tmp_path), "--variants", "1", "3", "dqn.py"])
     assert [(run["seed"], run["variant"]) for run in results["runs"]] == [
@@ -95,3 +115,25 @@ def test_the_nstep_benchmark_runs_both_variants_per_seed_and_summarizes_them(tmp
     assert (summary["steps"], summary["seconds"]) == ("1,000 / > 5,000 / 3,000", "10 / - / 30")
     config = {"replay_buffer": {"n_step": 3}}
     assert with_n_step(config, 1)["replay_buffer"]["n_step"] == 1 and config["replay_buffer"]["n_step"] == 3
+
+
+def test_the_sweep_reads_variants_and_runs_each_per_seed(tmp_path):
+    from benchmarks.dqn_sweep import main, parse_variant, with_changes
+
+    assert parse_variant("shipped") == ("shipped", {})
+    name, changes = parse_variant("small:policy.hidden_sizes=(16, 16),learner.learning_rate=2e-3")
+    assert (name, changes) == ("small", {("policy", "hidden_sizes"): (16, 16), ("learner", "learning_rate"): 2e-3})
+    with pytest.raises(ValueError, match="literal"):
+        parse_variant("bad:learner.learning_rate=fast")
+    with pytest.raises(ValueError, match=r"SECTION\.KEY=VALUE"):
+        parse_variant("bad:learning_rate")
+    config = {"learner": {"learning_rate": 1e-3}}
+    assert with_changes(config, changes={("learner", "learning_rate"): 5e-4}) == {"learner": {"learning_rate": 5e-4}}
+    assert config == {"learner": {"learning_rate": 1e-3}}
+    with pytest.raises(KeyError, match=r"learner\.lr"):
+        with_changes(config, {("learner", "lr"): 1.0})
+    results = main(["--smoke", "--out", str(tmp_path), "--variant", "shipped",
+                    "--variant", "small:policy.hidden_sizes=(16, 16)"])
+    assert [(run["seed"], run["variant"]) for run in results["runs"]] == [(0, "shipped"), (0, "small")]
+    assert all(run["env_steps"] == 128 and run["evaluations"] for run in results["runs"])
+    assert set(results["summary"]) == {"shipped", "small"} and (tmp_path / "results.json").is_file()
