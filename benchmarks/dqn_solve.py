@@ -10,7 +10,9 @@ Three measurements, each interleaved so both loops see the same machine load:
 * **held solve**: for every seed, ``train`` until a held solve (the mean return of 100 greedy
   episodes >= 475 at 3 consecutive evaluations, 2,500 environment steps apart) with today's
   default (host loop, 4 learn steps per collect, batch 64, target sync every 100 learn steps, learning rate 1e-3),
-  then the shipped config on the host loop and on the fused loop, one after the other.
+  then the shipped config on the host loop and on the fused loop, then ``configs/dqn_nstep.py``
+  (the same settings, a TransitionReplayBuffer with 3-step returns) on the fused loop, one
+  after the other.
 
 It prints Markdown tables and writes ``results.json`` and ``held_solve.png`` (every seed's
 evaluations, the held ones filled in) to ``--out`` (default ``benchmarks/results/dqn``).
@@ -43,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ANCHOR = 4200  # Flashbax's host-loop DQN example on CartPole, environment steps/s on CPU
 TODAY = {"learn_steps_per_collect": 4, "sample_size": 64, "target_sync_period": 100, "learning_rate": 1e-3}
 BASELINE = "today's default, host loop"
+NSTEP = "configs/dqn_nstep.py (n_step=3), fused loop"
 
 
 def with_settings(config: dict[str, Any], learn_steps_per_collect: int, sample_size: int,
@@ -219,8 +222,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     shipped = load_config(ROOT / "configs" / "dqn.py")
     today = with_settings(shipped, **TODAY)
+    nstep = load_config(ROOT / "configs" / "dqn_nstep.py")
     if args.smoke:
-        for config in (shipped, today):
+        for config in (shipped, today, nstep):
             config["trainer"].update(learning_starts=64, eval_starts=0, eval_interval=64, eval_episodes=4)
         args.seeds, args.max_steps = args.seeds[:1], 192
     sizes = (5, 2) if args.smoke else (50, 8)
@@ -237,7 +241,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for seed in args.seeds:  # the variants one after the other for each seed: the same machine state
         for variant, config, loop in ((BASELINE, today, "host"),
                                       ("shipped config, host loop", shipped, "host"),
-                                      ("shipped config, fused loop", shipped, "fused")):
+                                      ("shipped config, fused loop", shipped, "fused"),
+                                      (NSTEP, nstep, "fused")):
             run = held_solve(config, seed, loop, args.max_steps)
             run["variant"] = variant
             runs.append(run)

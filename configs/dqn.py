@@ -22,10 +22,10 @@ algorithm_config = {
     },
     "learner": {
         "gamma": 0.99,
-        "learning_rate": 1e-3,
+        "learning_rate": 2e-3,  # with a sync every 50: the fastest held solve measured (README)
         "double_dqn": True,  # the online network picks the next action, the target network values it
         "huber_delta": 1.0,  # Huber (smooth L1) TD loss
-        "target_sync_period": 100,  # learn steps between hard copies into the target network
+        "target_sync_period": 50,  # learn steps between hard copies into the target network
     },
     "policy": {
         "hidden_sizes": (128, 128),
