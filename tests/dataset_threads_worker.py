@@ -11,24 +11,27 @@ import time
 import mindspore as ms
 import numpy as np
 
-from mindspore_rl_buffer import TrajectoryReplayBuffer
+from mindspore_rl_buffer import TensorSpec, TrajectoryReplayBuffer
 from mindspore_rl_buffer._graph import DIRECT_CALLS
-from tests.helpers import SPEC1, run_threads, step_values
+from tests.helpers import run_threads, step_values
 
 SECONDS = 3.0
+# int32, not float32: a fast machine adds more than 16,777 steps in SECONDS, and 1000 * t + segment
+# then passes 2**24, past which float32 no longer holds every integer.
+SPEC = {"value": TensorSpec([], ms.int32, "value")}
 
 
 def main():
     # A clear followed by two adds is made one critical section by holding the library's
     # reentrant lock around them (its own calls inside take it again), so MindSpore's pipeline
     # thread never finds fewer steps than its windows need: every call must then succeed.
-    buffer = TrajectoryReplayBuffer(SPEC1, batch_size=3, max_length=8)
+    buffer = TrajectoryReplayBuffer(SPEC, batch_size=3, max_length=8)
     steps: list[int] = []
 
     def add_step():
         with DIRECT_CALLS:
             t = len(steps)
-            buffer.add_batch({"value": step_values(t, 3).astype(np.float32)})
+            buffer.add_batch({"value": step_values(t, 3).astype(np.int32)})
             steps.append(t)
 
     for _ in range(2):
