@@ -137,3 +137,13 @@ def test_the_sweep_reads_variants_and_runs_each_per_seed(tmp_path):
     assert [(run["seed"], run["variant"]) for run in results["runs"]] == [(0, "shipped"), (0, "small")]
     assert all(run["env_steps"] == 128 and run["evaluations"] for run in results["runs"])
     assert set(results["summary"]) == {"shipped", "small"} and (tmp_path / "results.json").is_file()
+
+
+def test_the_evaluation_parts_run_and_the_dynamics_loop_balances_the_pole():
+    from benchmarks.dqn_eval_parts import main
+
+    parts = main(["--smoke"])
+    assert len(parts) == 4 and all(part["ms"] > 0 for part in parts.values())
+    # The balancing network and the fixed linear rule both keep every pole up for the 20 steps.
+    assert parts["EvalLoop as shipped (128x128 Q-network)"]["mean_output"] == 20.0
+    assert parts["dynamics and loop, fixed linear rule"]["mean_output"] == 20.0

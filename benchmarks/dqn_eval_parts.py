@@ -1,0 +1,90 @@
+"""Where an evaluation's time goes: ``python -m benchmarks.dqn_eval_parts``.
+
+Four compiled ``while`` loops of 500 steps over 100 CartPoles, interleaved in rounds: the
+shipped :class:`~mindspore_rl_buffer.apps.dqn.evaluation.EvalLoop` (128x128 Q-network), the
+greedy policy alone (the 128x128 network, then an 8x8 one), and the dynamics with the loop
+under a fixed linear rule that balances the pole. It prints the milliseconds per evaluation
+and the microseconds per step of each, the floor any fused evaluation pays per step on this
+machine. ``--smoke`` runs 20 steps of 4 environments, 2 rounds (no claims).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+import mindspore as ms
+from mindspore import Tensor, nn, ops
+
+from benchmarks.common import table
+from benchmarks.dqn_solve import balancing_network
+from mindspore_rl_buffer.apps.dqn.cartpole import CartPole
+from mindspore_rl_buffer.apps.dqn.evaluation import EvalLoop
+from mindspore_rl_buffer.apps.dqn.networks import QNetwork
+from mindspore_rl_buffer.apps.dqn.policy import GreedyAction
+
+
+class PolicyLoop(nn.Cell):
+    """``steps`` greedy actions on a state that depends on the previous ones, nothing else."""
+
+    def __init__(self, q_net: nn.Cell, envs: int, steps: int) -> None:
+        super().__init__()
+        self.policy = GreedyAction(q_net)
+        self.envs, self.steps = envs, Tensor(steps, ms.int32)
+
+    def construct(self):
+        state = ops.zeros((self.envs, 4), ms.float32) + 0.01
+        done = Tensor(0, ms.int32)
+        actions = ops.zeros((self.envs,), ms.int32)
+        while done < self.steps:
+            actions = actions + self.policy(state + 0.0 * actions.astype(ms.float32).reshape((-1, 1)))
+            done = done + 1
+        return actions
+
+
+class LinearRule(nn.Cell):
+    """Push towards where the pole is falling: a fixed rule that balances CartPole, in 4 kernels."""
+
+    def construct(self, state):
+        return (state[:, 2] + 0.3 * state[:, 3] > 0).astype(ms.int32)
+
+
+def dynamics_loop(env: CartPole) -> EvalLoop:
+    """``EvalLoop`` with :class:`LinearRule` in place of the Q-network: the dynamics and the loop."""
+    loop = EvalLoop(QNetwork(4, 2, (8,)), env)
+    loop.policy = LinearRule()
+    return loop
+
+
+def measure(envs: int, steps: int, rounds: int) -> dict[str, Any]:
+    q_net = balancing_network()
+    cells = {"EvalLoop as shipped (128x128 Q-network)": EvalLoop(q_net, CartPole(envs, steps)),
+             "greedy policy alone, 128x128": PolicyLoop(q_net, envs, steps),
+             "greedy policy alone, 8x8": PolicyLoop(QNetwork(4, 2, (8, 8)), envs, steps),
+             "dynamics and loop, fixed linear rule": dynamics_loop(CartPole(envs, steps))}
+    returns = {name: float(cell().asnumpy().mean()) for name, cell in cells.items()}  # compiles
+    times: dict[str, list[float]] = {name: [] for name in cells}
+    for _ in range(rounds):
+        for name, cell in cells.items():
+            start = time.perf_counter()
+            cell().asnumpy()
+            times[name].append(time.perf_counter() - start)
+    return {name: {"ms": statistics.median(values) * 1e3, "us_per_step": statistics.median(values) / steps * 1e6,
+                   "mean_output": returns[name]} for name, values in times.items()}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI; no claims")
+    args = parser.parse_args(argv)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    envs, steps, rounds = (4, 20, 2) if args.smoke else (100, 500, 9)
+    parts = measure(envs, steps, rounds)
+    print(table([[name, f"{part['ms']:.1f}", f"{part['us_per_step']:.1f}"] for name, part in parts.items()],
+                [f"{steps} steps of {envs} CartPoles, one launch", "ms (median of rounds)", "us per step"]))
+    return parts
+
+
+if __name__ == "__main__":
+    main()
