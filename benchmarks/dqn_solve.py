@@ -33,7 +33,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor
 
-from benchmarks.common import summarize, table
+from benchmarks.common import record_run, table
 from mindspore_rl_buffer import load_config
 from mindspore_rl_buffer.apps.dqn import build_agent, train
 from mindspore_rl_buffer.apps.dqn.cartpole import CartPole
@@ -237,17 +237,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"today's ratio ({TODAY['learn_steps_per_collect']} learn steps per collect)": throughput(today, *sizes),
         f"shipped ratio ({shipped['trainer']['learn_steps_per_collect']} per collect)": throughput(shipped, *sizes)}
     results["evaluation"] = evaluation(4 if args.smoke else 100, 2 if args.smoke else 8)
-    runs = []
+    results["runs"] = []
     for seed in args.seeds:  # the variants one after the other for each seed: the same machine state
         for variant, config, loop in ((BASELINE, today, "host"),
                                       ("shipped config, host loop", shipped, "host"),
                                       ("shipped config, fused loop", shipped, "fused"),
                                       (NSTEP, nstep, "fused")):
-            run = held_solve(config, seed, loop, args.max_steps)
-            run["variant"] = variant
-            runs.append(run)
-            print(f"seed {seed}, {variant}: held at {run['solved_at']} in {run['solve_time']} s", flush=True)
-    results["runs"], results["summary"] = runs, summarize(runs)
+            record_run(results, {**held_solve(config, seed, loop, args.max_steps), "variant": variant},
+                       out / "results.json")
+    runs = results["runs"]
     results["time_ratios"] = time_ratios(runs, BASELINE)
     print(report(results))
     threshold = shipped["trainer"].get("solve_threshold", 475.0)

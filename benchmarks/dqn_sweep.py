@@ -16,15 +16,14 @@ import ast
 import copy
 import datetime
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 
 import mindspore as ms
 
 from benchmarks.common import record_run, table
+from benchmarks.dqn_solve import held_solve
 from mindspore_rl_buffer import load_config
-from mindspore_rl_buffer.apps.dqn import train
 from mindspore_rl_buffer.apps.dqn.config import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,13 +104,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "max_steps": args.max_steps, "variants": [f"{name}: {changes}" for name, changes in variants], "runs": []}
     for seed in args.seeds:  # the variants one after the other for each seed: the same machine state
         for name, config in configs.items():
-            start = time.perf_counter()
-            result = train(config, seed=seed, max_steps=args.max_steps, progress=False, loop="fused")
-            record_run(results, {
-                "variant": name, "seed": seed, "solved": result.solved, "solved_at": result.solved_at,
-                "solve_time": result.solve_time, "train_seconds": time.perf_counter() - start,
-                "env_steps": result.env_steps, "steps_per_second": result.steps_per_second,
-                "evaluations": result.eval_history}, out / "results.json")
+            record_run(results, {**held_solve(config, seed, "fused", args.max_steps), "variant": name},
+                       out / "results.json")
     print(report(results))
     print(f"\nfigures: {out / 'results.json'}")
     return results

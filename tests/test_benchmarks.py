@@ -49,7 +49,8 @@ def test_in_rounds_lets_the_calls_take_turns_and_ratio_compares_round_by_round()
 
 
 def test_the_solve_benchmark_summarizes_held_solves_per_variant():
-    from benchmarks.dqn_solve import summarize, with_settings
+    from benchmarks.common import summarize
+    from benchmarks.dqn_solve import with_settings
 
     runs = [{"variant": "fused", "seed": s, "solved": s != 2, "solved_at": 1000 * (s + 1), "solve_time": 10.0 * (s + 1),
              "env_steps": 5000} for s in range(3)]
