@@ -39,6 +39,7 @@ from mindspore_rl_buffer._validation import (
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, episode_contract, ring_contract, spec_record
 from mindspore_rl_buffer.core import RingBuffer
+from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
 from mindspore_rl_buffer.ops._common import guarded
 from mindspore_rl_buffer.specs import TensorSpec, column_specs
@@ -299,21 +300,20 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         storage = self.storage
         head, size, stack_size = storage.head, self._max_length, self._stack_size
         action, reward, terminated, truncated = storage.columns[:4]
-        logical, env, total = transition_ops.sample_starts(self.ranks, head, storage.count, batch_size, size,
-                                                           stack_size, self._n_step, self._seed, check)
-        rows, next_rows, returns, discount = transition_ops.transition_windows(
-            reward, terminated, truncated, head, logical, env, stack_size, self._n_step, self._gamma)
+        starts, total = transition_ops.draw_starts(self.ranks, head, storage.count, batch_size, size, stack_size,
+                                                   self._n_step, self._seed, check)
+        rows, next_rows, returns, discount = stacks.stacked_windows(
+            reward, terminated, truncated, starts, stack_size, self._n_step, self._gamma)
         if stack_size == 1:  # no stack axis
             rows, next_rows = rows.reshape((-1,)), next_rows.reshape((-1,))
-        physical = (head + logical) % size
-        index = ops.stack((physical, env), -1)
-        items = (transition_ops.gather_frames(self.frames, head, rows, env, size), ops.gather_nd(action, index),
-                 returns, transition_ops.gather_frames(self.frames, head, next_rows, env, size), discount,
-                 *(ops.gather_nd(column, index) for column in storage.columns[4:]))
+        index = stacks.column_index(starts, self._num_envs)
+        items = (ops.gather(self.frames, rows, 0), stacks.read_rows(action, index, self._num_envs), returns,
+                 ops.gather(self.frames, next_rows, 0), discount,
+                 *(stacks.read_rows(column, index, self._num_envs) for column in storage.columns[4:]))
         if not with_info:
             return total, items
         probabilities = ops.ones((batch_size,), ms.float32) / total.astype(ms.float32)
-        return total, items, (physical * self._num_envs + env, probabilities)
+        return total, items, (starts, probabilities)
 
     @buffer_method()
     def valid_starts(self, *, check=True):

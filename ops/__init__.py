@@ -36,9 +36,9 @@ fixed at 0. Both cite this contract; their ``sample`` and ``insert`` are exporte
 A transition buffer (``ops.transition``) keeps a ring of time rows for several
 environments at once, and reads episodes out of it: its module docstring extends the
 contract with the episode structure, the validity rule of a start, frame stacks and n-step
-returns.
+returns; ``ops.stacks`` reads those stacks and returns for the starts it draws.
 """
-from mindspore_rl_buffer.ops import dedupe, priority, reservoir, transition
+from mindspore_rl_buffer.ops import dedupe, priority, reservoir, stacks, transition
 from mindspore_rl_buffer.ops._common import MAX_CAPACITY
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 from mindspore_rl_buffer.ops.priority import (
@@ -81,14 +81,14 @@ from mindspore_rl_buffer.ops.sharded import (
     sample_global,
     share_from_root,
 )
+from mindspore_rl_buffer.ops.stacks import gather_frames, stacked_windows, transition_windows
 from mindspore_rl_buffer.ops.transition import (
     count_starts,
+    draw_starts,
     final_rows,
-    gather_frames,
     insert_steps,
     sample_starts,
     select_starts,
-    transition_windows,
 )
 
 __all__ = [
@@ -103,6 +103,7 @@ __all__ = [
     "dedupe",
     "draw_global",
     "draw_slots",
+    "draw_starts",
     "empty_trees",
     "final_rows",
     "find_prefix",
@@ -134,6 +135,8 @@ __all__ = [
     "select_starts",
     "set_leaves",
     "share_from_root",
+    "stacked_windows",
+    "stacks",
     "transition",
     "transition_windows",
     "tree_size",

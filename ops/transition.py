@@ -1,4 +1,6 @@
-"""Transition operators: uniform valid starts, frame stacks and n-step returns, in the graph.
+"""Transition operators: the rows written, the uniform valid starts, in the graph.
+
+Their frame stacks and n-step returns are read by :mod:`mindspore_rl_buffer.ops.stacks`.
 
 The state extends the cursor contract of ``ops`` to ``num_envs`` environments stepped
 together (time-major, as TF-Agents' segments): ``head`` and ``count`` (int32 scalars) count
@@ -43,44 +45,36 @@ import numpy as np
 from mindspore import Tensor, ops
 from mindspore_rl_buffer.ops._common import (
     STREAM_SAMPLE,
-    ZERO,
     arange,
     guarded,
-    masked_counts,
     offsets,
     uniform_int,
     write_rows,
 )
+from mindspore_rl_buffer.ops.stacks import flat_to_logical
 
 
 @ops.constexpr
-def _powers(gamma, n, skip=0):
-    """``[0] * skip + [gamma^0, ..., gamma^n]`` as a float32 constant."""
-    return Tensor(np.concatenate([np.zeros(skip), np.power(float(gamma), np.arange(n + 1))]).astype(np.float32))
-
-
-def _physical(head, logical, max_length):
-    return (head + logical) % max_length
-
-
-def _broadcast_env(env, shape):
-    return ops.broadcast_to(env.reshape(env.shape + (1,) * (len(shape) - len(env.shape))), shape)
+def _pair(value):
+    return Tensor(np.full(2, value, np.int32))
 
 
 def _bounds(ranks, head, count, max_length, stack_size, n_step):
-    """The interior's lower adjusted rank and its number of non-final rows (the valid starts).
+    """The interior's lower adjusted rank plus one, and its number of non-final rows (the valid starts).
 
     The adjusted rank, ``rank + M * [written after the last wrap]``, never decreases along the
     logical rows, and rises by one at each non-final row.
     """
     size = ranks.shape[0]
     num_envs = size // max_length
-    last = ops.maximum((count - n_step) * num_envs - 1, stack_size * num_envs - 1)
-    flat = ops.stack((Tensor(stack_size * num_envs - 1, ms.int32), last))
-    q = (head * num_envs + flat) % size
-    adjusted = ops.gather(ranks, q, 0) + size * (q < head * num_envs).astype(ms.int32)
-    lower = ops.gather(adjusted, ZERO, 0)
-    return lower, ops.gather(adjusted, Tensor(1, ms.int32), 0) - lower
+    if num_envs == 1:
+        first, last = head, count - (n_step + 1)
+    else:
+        first, last = head * num_envs, count * num_envs - (n_step * num_envs + 1)
+    flat = ops.stack((Tensor(stack_size * num_envs - 1, ms.int32), ops.maximum(last, stack_size * num_envs - 1)))
+    q = (first + flat) % size
+    lower, upper = ops.unstack(ops.gather(ranks, q, 0) + ops.where(q < first, _pair(size + 1), _pair(1)))
+    return lower, upper - lower
 
 
 def count_starts(ranks, head, count, max_length, stack_size, n_step):
@@ -134,21 +128,23 @@ def select_starts(ranks, head, count, draws, max_length, stack_size, n_step):
         ([1, 2, 4, 5], 4)
     """
     lower, total = _bounds(ranks, head, count, max_length, stack_size, n_step)
-    return (*_select(ranks, head, lower, draws, max_length), total)
+    return (*flat_to_logical(_select(ranks, lower, draws), head, max_length, ranks.shape[0] // max_length), total)
 
 
-def _select(ranks, head, lower, draws, max_length):
+def _select(ranks, lower, draws):
+    """The flat physical rows of the ``draws``-th valid starts (``lower``: from :func:`_bounds`).
+
+    Targets above the last physical row's rank lie among the rows written after the last wrap
+    (before ``head``); before the first wrap that row is unwritten (rank 0) or the newest.
+    """
     size = ranks.shape[0]
-    num_envs = size // max_length
-    target = lower + draws + 1
-    after_wrap = ops.logical_and(head > 0, target > ops.gather(ranks, offsets(size - 1, size), 0))
-    q = ops.searchsorted(ranks, target - size * after_wrap.astype(ms.int32), out_int32=True)
-    q = ops.minimum(q, size - 1)
-    return (q // num_envs - head + max_length) % max_length, q % num_envs
+    target = lower + draws
+    target = ops.where(target > ops.gather(ranks, offsets(size - 1, size), 0), target - size, target)
+    return ops.minimum(ops.searchsorted(ranks, target, out_int32=True), size - 1)
 
 
-def sample_starts(ranks, head, count, sample_size, max_length, stack_size, n_step, seed=None, check=True):
-    """Draw ``sample_size`` starts uniformly from the valid ones (with replacement).
+def draw_starts(ranks, head, count, sample_size, max_length, stack_size, n_step, seed=None, check=True):
+    """Draw ``sample_size`` starts uniformly from the valid ones (with replacement), as flat rows.
 
     Each valid start has probability ``1 / count_starts(...)`` per draw: a draw is uniform over
     ``[0, count_starts(...))``, which :func:`select_starts` maps one to one onto the valid
@@ -161,12 +157,36 @@ def sample_starts(ranks, head, count, sample_size, max_length, stack_size, n_ste
         check (bool): Guard against a buffer without a valid start. Default: ``True``.
 
     Returns:
-        Tuple of 3 tensors: logical rows and environments (int32, ``(sample_size,)``) and the
-        number of valid starts (int32 scalar).
+        Tuple of 2 tensors: the starts' flat physical rows ``physical_row * num_envs + env``
+        (int32, ``(sample_size,)``) and the number of valid starts (int32 scalar).
 
     Raises:
         RuntimeError: At run time, with ``check=True``, if no start is valid (``assert failed``;
             MindSpore prints the count of time rows and of valid starts).
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore import Tensor
+        >>> from mindspore_rl_buffer.ops import draw_starts
+        >>> ranks = Tensor(np.array([-8, -7, -6, -6, -5, -4, -3, 0], np.int32))  # 7 rows; row 3 is final
+        >>> rows, total = draw_starts(ranks, Tensor(0, ms.int32), Tensor(7, ms.int32), 64, 8, 1, 1)
+        >>> sorted(set(rows.asnumpy().tolist())), int(total)
+        ([1, 2, 4, 5], 4)
+    """
+    lower, total = _bounds(ranks, head, count, max_length, stack_size, n_step)
+    flat = _select(ranks, lower, uniform_int((sample_size,), ops.maximum(total, 1), seed, STREAM_SAMPLE))
+    if check:
+        flat, total = guarded((flat, total), total >= 1, [count, total])
+    return flat, total
+
+
+def sample_starts(ranks, head, count, sample_size, max_length, stack_size, n_step, seed=None, check=True):
+    """:func:`draw_starts` as logical rows and environments.
+
+    Returns:
+        Tuple of 3 tensors: logical rows and environments (int32, ``(sample_size,)``) and the
+        number of valid starts (int32 scalar).
 
     Examples:
         >>> import numpy as np
@@ -178,93 +198,8 @@ def sample_starts(ranks, head, count, sample_size, max_length, stack_size, n_ste
         >>> set(rows.asnumpy().tolist()) <= {1, 2, 3}, int(total)
         (True, 3)
     """
-    lower, total = _bounds(ranks, head, count, max_length, stack_size, n_step)
-    draws = uniform_int((sample_size,), ops.maximum(total, 1), seed, STREAM_SAMPLE)
-    logical, env = _select(ranks, head, lower, draws, max_length)
-    if check:
-        logical, env, total = guarded((logical, env, total), total >= 1, [count, total])
-    return logical, env, total
-
-
-def transition_windows(reward, terminated, truncated, head, logical, env, stack_size, n_step, gamma):
-    """What valid starts ``(logical, env)`` read: their stacks' rows, n-step returns and discounts.
-
-    One gather per column reads rows ``t - stack_size .. t + n_step - 1``. Frame ``k`` steps
-    back of row ``t`` is its own when no final row lies in ``[t - k, t - 1]``; the others repeat
-    the episode's first frame. With ``m = min(n_step, steps to the episode's end)``, rows
-    ``t .. t + m`` are one episode, so the bootstrap row's stack reaches ``m`` frames further
-    back into it than ``t``'s.
-
-    Args:
-        gamma (float): Discount per step. The others: see the module docstring.
-
-    Returns:
-        Tuple of 4 tensors: the logical rows of the observation's frames and of the bootstrap
-        observation's (int32, ``(B, stack_size)``, oldest first), the return (float32, ``(B,)``)
-        and the discount (float32, ``(B,)``: ``gamma^m``, or 0 if the episode terminated at row
-        ``t + m - 1``).
-
-    Examples:
-        >>> import numpy as np
-        >>> import mindspore as ms
-        >>> from mindspore import Tensor
-        >>> from mindspore_rl_buffer.ops import transition_windows
-        >>> reward = Tensor(np.array([[0.0], [0.0], [0.0], [1.0], [2.0], [4.0], [8.0]], np.float32))
-        >>> terminated = Tensor(np.array([[0], [1], [0], [0], [0], [1], [0]], np.uint8))  # row 2 is final
-        >>> rows, next_rows, returns, discount = transition_windows(reward, terminated, terminated * 0,
-        ...     Tensor(0, ms.int32), Tensor(np.array([3, 4], np.int32)), Tensor(np.zeros(2, np.int32)), 3, 2, 0.5)
-        >>> rows.asnumpy().tolist(), next_rows.asnumpy().tolist()  # row 3 starts an episode
-        ([[3, 3, 3], [3, 3, 4]], [[3, 4, 5], [4, 5, 6]])
-        >>> returns.asnumpy().tolist(), discount.asnumpy().tolist()
-        ([2.0, 4.0], [0.25, 0.0])
-    """
-    max_length = reward.shape[0]
-    rows = logical.reshape((-1, 1)) + offsets(-stack_size, n_step)
-    index = ops.stack((_physical(head, rows, max_length), _broadcast_env(env.reshape((-1, 1)), rows.shape)), -1)
-    terminal = ops.gather_nd(terminated, index) != 0  # offset d = -stack_size .. n_step - 1 at column d + stack_size
-    ends = ops.logical_or(terminal, ops.gather_nd(truncated, index) != 0)
-    # Column d + stack_size of `alive`: no end in rows t .. t + d - 1 (and 0 before t).
-    alive = masked_counts(ends, ((0, 1),) * stack_size + tuple((stack_size, stack_size + k) for k in range(n_step)))
-    alive = (alive == 0).astype(ms.float32) * _powers(1.0, n_step - 1, stack_size)
-    steps = alive.sum(1).astype(ms.int32)
-    rewards = ops.gather_nd(reward, index).astype(ms.float32)  # (whole window: slicing small tensors is slow)
-    returns = (rewards * _powers(gamma, n_step - 1, stack_size) * alive).sum(1)
-    # Of the rows summed, only the last can end the episode: a termination there stops the bootstrap.
-    discount = ops.gather(_powers(gamma, n_step), steps, 0) * ((terminal * alive).sum(1) == 0).astype(ms.float32)
-    if stack_size == 1:
-        return logical.reshape((-1, 1)), (logical + steps).reshape((-1, 1)), returns, discount
-    back = offsets(-(stack_size - 1), 1) * -1  # stack_size - 1, ..., 0
-    # ended(t - k - 1) == 0 for k = 1 .. K: frames t - 1 .. t - K are the row's own
-    real = masked_counts(ends, tuple((stack_size - 1 - k, stack_size - 1) for k in range(1, stack_size))) == 0
-    depth = real.astype(ms.float32).sum(1).astype(ms.int32)
-    next_depth = ops.minimum(depth + steps, stack_size - 1)
-    first = logical.reshape((-1, 1)) - ops.minimum(back, depth.reshape((-1, 1)))
-    return first, (logical + steps).reshape((-1, 1)) - ops.minimum(back, next_depth.reshape((-1, 1))), returns, discount
-
-
-def gather_frames(frames, head, rows, env, max_length):
-    """The frames at logical ``rows`` of environments ``env``: one ``gather`` of whole frames.
-
-    Args:
-        rows (Tensor): int32 logical rows, any shape (``env``'s shape leads theirs).
-        max_length (int): Time rows of the ring. The others: see the module docstring.
-
-    Returns:
-        Tensor, ``rows.shape + obs_shape``.
-
-    Examples:
-        >>> import numpy as np
-        >>> import mindspore as ms
-        >>> from mindspore import Tensor
-        >>> from mindspore_rl_buffer.ops import gather_frames
-        >>> frames = Tensor(np.arange(6, dtype=np.float32).reshape(6, 1))  # 3 rows of 2 environments
-        >>> gather_frames(frames, Tensor(1, ms.int32), Tensor(np.array([[0, 2]], np.int32)),
-        ...               Tensor(np.array([1], np.int32)), 3).asnumpy().tolist()
-        [[[3.0], [1.0]]]
-    """
-    num_envs = frames.shape[0] // max_length
-    index = _physical(head, rows, max_length) * num_envs + _broadcast_env(env, rows.shape)
-    return ops.gather(frames, index, 0)
+    flat, total = draw_starts(ranks, head, count, sample_size, max_length, stack_size, n_step, seed, check)
+    return (*flat_to_logical(flat, head, max_length, ranks.shape[0] // max_length), total)
 
 
 def final_rows(last_ended, terminated, truncated):
