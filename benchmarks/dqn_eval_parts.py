@@ -1,11 +1,13 @@
 """Where an evaluation's time goes: ``python -m benchmarks.dqn_eval_parts``.
 
-Four compiled ``while`` loops of 500 steps over 100 CartPoles, interleaved in rounds: the
-shipped :class:`~mindspore_rl_buffer.apps.dqn.evaluation.EvalLoop` (128x128 Q-network), the
-greedy policy alone (the 128x128 network, then an 8x8 one), and the dynamics with the loop
-under a fixed linear rule that balances the pole. It prints the milliseconds per evaluation
-and the microseconds per step of each, the floor any fused evaluation pays per step on this
-machine. ``--smoke`` runs 20 steps of 4 environments, 2 rounds (no claims).
+Evaluations of 500 steps over 100 CartPoles, interleaved in rounds: the host loop's (one
+launch per step, :func:`~mindspore_rl_buffer.apps.dqn.evaluation.evaluate_mindspore`), the
+shipped :class:`~mindspore_rl_buffer.apps.dqn.evaluation.EvalLoop` (128x128 Q-network, 5
+steps a pass of its ``while`` loop) and the same with 1 step a pass; then compiled loops of
+the greedy policy alone (the 128x128 network, then an 8x8 one), and of the dynamics with the
+loop under a fixed linear rule that balances the pole. It prints the milliseconds per
+evaluation, the microseconds per step and the host loop's time over each, in the same
+rounds. ``--smoke`` runs 20 steps of 4 environments, 2 rounds (no claims).
 """
 from __future__ import annotations
 
@@ -15,12 +17,13 @@ import time
 from typing import Any
 
 import mindspore as ms
+import numpy as np
 from mindspore import Tensor, nn, ops
 
 from benchmarks.common import table
 from benchmarks.dqn_solve import balancing_network
 from mindspore_rl_buffer.apps.dqn.cartpole import CartPole
-from mindspore_rl_buffer.apps.dqn.evaluation import EvalLoop
+from mindspore_rl_buffer.apps.dqn.evaluation import EvalLoop, EvalStep, evaluate_mindspore
 from mindspore_rl_buffer.apps.dqn.networks import QNetwork
 from mindspore_rl_buffer.apps.dqn.policy import GreedyAction
 
@@ -51,27 +54,39 @@ class LinearRule(nn.Cell):
 
 
 def dynamics_loop(env: CartPole) -> EvalLoop:
-    """``EvalLoop`` with :class:`LinearRule` in place of the Q-network: the dynamics and the loop."""
-    loop = EvalLoop(QNetwork(4, 2, (8,)), env)
+    """``EvalLoop`` (1 step a pass) with :class:`LinearRule` in place of the Q-network: the dynamics and the loop."""
+    loop = EvalLoop(QNetwork(4, 2, (8,)), env, unroll=1)
     loop.policy = LinearRule()
     return loop
 
 
+HOST = "host loop, one launch per step"
+
+
 def measure(envs: int, steps: int, rounds: int) -> dict[str, Any]:
     q_net = balancing_network()
-    cells = {"EvalLoop as shipped (128x128 Q-network)": EvalLoop(q_net, CartPole(envs, steps)),
+    host = EvalStep(q_net, CartPole(envs, steps))
+    cells = {HOST: lambda: evaluate_mindspore(host, steps),
+             "EvalLoop as shipped (128x128 Q-network)": EvalLoop(q_net, CartPole(envs, steps)),
+             "EvalLoop, 1 step a pass": EvalLoop(q_net, CartPole(envs, steps), unroll=1),
              "greedy policy alone, 128x128": PolicyLoop(q_net, envs, steps),
              "greedy policy alone, 8x8": PolicyLoop(QNetwork(4, 2, (8, 8)), envs, steps),
              "dynamics and loop, fixed linear rule": dynamics_loop(CartPole(envs, steps))}
-    returns = {name: float(cell().asnumpy().mean()) for name, cell in cells.items()}  # compiles
+    returns = {name: float(np.asarray(_run(cell)).mean()) for name, cell in cells.items()}  # compiles
     times: dict[str, list[float]] = {name: [] for name in cells}
     for _ in range(rounds):
         for name, cell in cells.items():
             start = time.perf_counter()
-            cell().asnumpy()
+            _run(cell)
             times[name].append(time.perf_counter() - start)
     return {name: {"ms": statistics.median(values) * 1e3, "us_per_step": statistics.median(values) / steps * 1e6,
+                   "host_over_this": statistics.median(h / t for h, t in zip(times[HOST], values)),
                    "mean_output": returns[name]} for name, values in times.items()}
+
+
+def _run(cell: Any) -> np.ndarray:
+    out = cell()
+    return out if isinstance(out, np.ndarray) else out.asnumpy()
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -81,8 +96,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ms.set_context(mode=ms.GRAPH_MODE)
     envs, steps, rounds = (4, 20, 2) if args.smoke else (100, 500, 9)
     parts = measure(envs, steps, rounds)
-    print(table([[name, f"{part['ms']:.1f}", f"{part['us_per_step']:.1f}"] for name, part in parts.items()],
-                [f"{steps} steps of {envs} CartPoles, one launch", "ms (median of rounds)", "us per step"]))
+    print(table([[name, f"{part['ms']:.1f}", f"{part['us_per_step']:.1f}", f"{part['host_over_this']:.2f}x"]
+                 for name, part in parts.items()],
+                [f"{steps} steps of {envs} CartPoles", "ms (median of rounds)", "us per step",
+                 "host loop's time over this"]))
     return parts
 
 

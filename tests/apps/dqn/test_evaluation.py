@@ -54,9 +54,25 @@ def test_one_launch_plays_the_episodes_a_step_at_a_time_would(hidden):
     assert returns.min() >= 1 and len(np.unique(returns)) > 1  # untrained: short, different episodes
 
 
-def test_episodes_are_truncated_at_max_episode_steps():
-    returns = EvalLoop(balancing_network(), CartPole(8, max_episode_steps=30))().asnumpy()
-    np.testing.assert_array_equal(returns, 30.0)
+@pytest.mark.parametrize("max_episode_steps", [30, 23])  # 5 steps a pass; a prime, 1 step a pass
+def test_episodes_are_truncated_at_max_episode_steps(max_episode_steps):
+    loop = EvalLoop(balancing_network(), CartPole(8, max_episode_steps=max_episode_steps))
+    assert loop.unroll == (5 if max_episode_steps == 30 else 1)
+    np.testing.assert_array_equal(loop().asnumpy(), float(max_episode_steps))
+
+
+@pytest.mark.parametrize("unroll", [1, 2, 4])
+def test_any_unroll_plays_the_same_episodes(unroll):
+    q_net = QNetwork(4, 2, (16,))
+    loop = EvalLoop(q_net, CartPole(32, max_episode_steps=48), unroll=unroll)
+    returns = loop().asnumpy()
+    np.testing.assert_array_equal(returns, play_per_step(q_net, loop.env.state.asnumpy(), 48))
+
+
+@pytest.mark.parametrize("unroll", [0, 7, 2.5, True])
+def test_an_unroll_that_does_not_divide_the_episode_is_refused(unroll):
+    with pytest.raises(ValueError, match=r"'unroll' must be an int >= 1 dividing max_episode_steps \(30\)"):
+        EvalLoop(QNetwork(4, 2, (8,)), CartPole(2, max_episode_steps=30), unroll=unroll)
 
 
 def test_every_call_starts_from_fresh_states_and_agrees_with_the_per_step_evaluator():
