@@ -24,43 +24,44 @@ def _scaled(start, stop, scale):
 def _spans(stack_size, n_step):
     """The spans of :func:`_window_constants`, as :func:`masked_counts` takes them."""
     return (*((j, stack_size - 1) for j in range(stack_size - 1)), (0, 0),
-            *((stack_size, stack_size + k) for k in range(n_step)))
+            *((stack_size, stack_size + k) for k in range(n_step)), (0, 0))
 
 
 @ops.constexpr
 def _window_constants(stack_size, n_step, gamma, which):
     """Constants of :func:`stacked_windows`, over the window columns ``j`` (offset ``j - stack_size``).
 
-    The spans (:func:`_spans`): column ``j < stack_size - 1`` counts the ends in rows ``t + j - stack_size ..
-    t - 2`` (no end there: frame ``t - (stack_size - 1 - j)`` is the row's own); column
-    ``stack_size - 1`` counts nothing; column ``stack_size + k`` counts the ends in rows
-    ``t .. t + k - 1`` (none: row ``t + k`` is summed). ``'weights'``: with those columns' "no
-    end" marks ``A``, ``sum(A * (weights + terminated * terminal_weights))`` is the window's code
+    The spans (:func:`_spans`): column ``j < stack_size - 1`` counts the ends in rows
+    ``t + j - stack_size .. t - 2`` (no end there: frame ``t - (stack_size - 1 - j)`` is the
+    row's own); column ``stack_size + k``, ``k < n_step``, counts the ends in rows
+    ``t .. t + k - 1`` (none: row ``t + k`` is summed); columns ``stack_size - 1`` and
+    ``stack_size + n_step`` count nothing. ``'weights'``: with those columns' "no end" marks
+    ``A``, ``sum(A * (weights + terminated * terminal_weights))`` is the window's code
     ``stack_size * m + depth + (n_step + 1) * stack_size * [terminated at t + m - 1]``.
     ``'powers'``: the return is ``sum(A * reward * powers)``.
     """
     s, n = stack_size, n_step
-    forward = np.arange(s + n) >= s
+    j = np.arange(s + n + 1)
+    forward = (s <= j) & (j < s + n)
     if which == "weights":
-        return Tensor(np.where(forward, s, (np.arange(s + n) < s - 1)).astype(np.float32))
+        return Tensor(np.where(forward, s, j < s - 1).astype(np.float32))
     if which == "terminal_weights":
         return Tensor((forward * float((n + 1) * s)).astype(np.float32))
-    return Tensor(np.where(forward, np.power(float(gamma), np.arange(s + n) - s), 0.0).astype(np.float32))
+    return Tensor(np.where(forward, np.power(float(gamma), j - s), 0.0).astype(np.float32))
 
 
 @ops.constexpr
-def _code_table(stack_size, n_step, gamma, num_envs, which):
-    """Per window code (see :func:`_window_constants`): the flat-row offsets from ``t`` of the
-    observation's frames (``'observation'``), of the bootstrap observation's
-    (``'bootstrap'``), and the discount (``'discount'``)."""
+def _code_table(stack_size, n_step, gamma, which):
+    """Per window code (see :func:`_window_constants`): the window columns of the observation's
+    frames then of the bootstrap observation's (``'stacks'``, int32 ``(codes, 2 * stack_size)``,
+    only the bootstrap's when ``stack_size == 1``), or the discount (``'discount'``)."""
     s, n = stack_size, n_step
     back = np.arange(s - 1, -1, -1)
     codes = [(hit, m, depth) for hit in (0, 1) for m in range(n + 1) for depth in range(s)]
-    if which == "observation":
-        return Tensor(np.array([-np.minimum(back, depth) * num_envs for _, _, depth in codes], np.int32))
-    if which == "bootstrap":
-        return Tensor(np.array([(m - np.minimum(back, min(depth + m, s - 1))) * num_envs for _, m, depth in codes],
-                               np.int32))
+    if which == "stacks":
+        columns = [np.concatenate([s - np.minimum(back, depth) if s > 1 else [],
+                                   s + m - np.minimum(back, min(depth + m, s - 1))]) for _, m, depth in codes]
+        return Tensor(np.array(columns, np.int32))
     return Tensor(np.array([float(gamma) ** m * (1 - hit) for hit, m, _ in codes], np.float32))
 
 
@@ -91,13 +92,13 @@ def flat_to_logical(flat, head, max_length, num_envs):
 def stacked_windows(reward, terminated, truncated, starts, stack_size, n_step, gamma):
     """What valid starts read: their stacks' flat frame rows, n-step returns and discounts.
 
-    One read per column of rows ``t - stack_size .. t + n_step - 1``. Frame ``k`` steps back of
+    One read per column of rows ``t - stack_size .. t + n_step``. Frame ``k`` steps back of
     row ``t`` is its own when no final row lies in ``[t - k, t - 1]``; the others repeat the
     episode's first frame. With ``m = min(n_step, steps to the episode's end)``, rows
     ``t .. t + m`` are one episode, so the bootstrap row's stack reaches ``m`` frames further
     back into it than ``t``'s. The window folds into one small integer code (``m``, the
-    frames of the row's own, whether it terminated) that indexes constant tables of the frame
-    offsets and the discount: a few kernels whatever ``stack_size`` and ``n_step``.
+    frames of the row's own, whether it terminated) that indexes constant tables of the stacks'
+    columns in the window and of the discount: a few kernels whatever ``stack_size`` and ``n_step``.
 
     Args:
         starts (Tensor): int32 ``(B,)``: flat physical rows ``physical_row * num_envs + env``
@@ -126,7 +127,8 @@ def stacked_windows(reward, terminated, truncated, starts, stack_size, n_step, g
     size = reward.shape[0] * reward.shape[1]
     num_envs = reward.shape[1]
     column = starts.reshape((-1, 1))
-    index = column_index((column + _scaled(-stack_size, n_step, num_envs)) % size, num_envs)
+    window = (column + _scaled(-stack_size, n_step + 1, num_envs)) % size
+    index = column_index(window, num_envs)
     terminal = read_rows(terminated, index, num_envs) != 0
     ends = ops.logical_or(terminal, read_rows(truncated, index, num_envs) != 0)
     alive = (masked_counts(ends, _spans(stack_size, n_step)) == 0).astype(ms.float32)
@@ -136,12 +138,12 @@ def stacked_windows(reward, terminated, truncated, starts, stack_size, n_step, g
     if rewards.dtype != ms.float32:
         rewards = rewards.astype(ms.float32)
     returns = (alive * rewards * _window_constants(stack_size, n_step, gamma, "powers")).sum(1)
-    discount = ops.gather(_code_table(stack_size, n_step, gamma, num_envs, "discount"), code, 0)
-    bootstrap = (column + ops.gather(_code_table(stack_size, n_step, gamma, num_envs, "bootstrap"), code, 0)) % size
+    discount = ops.gather(_code_table(stack_size, n_step, gamma, "discount"), code, 0)
+    rows = ops.gather_elements(window, 1, ops.gather(_code_table(stack_size, n_step, gamma, "stacks"), code, 0))
     if stack_size == 1:
-        return column, bootstrap, returns, discount
-    rows = (column + ops.gather(_code_table(stack_size, n_step, gamma, num_envs, "observation"), code, 0)) % size
-    return rows, bootstrap, returns, discount
+        return column, rows, returns, discount
+    observation, bootstrap = ops.unstack(rows.reshape((-1, 2, stack_size)), axis=1)
+    return observation, bootstrap, returns, discount
 
 
 def transition_windows(reward, terminated, truncated, head, logical, env, stack_size, n_step, gamma):
