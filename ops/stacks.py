@@ -13,6 +13,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
 from mindspore_rl_buffer.ops._common import masked_counts
+from mindspore_rl_buffer.ops.ring import logical_to_physical, physical_to_logical
 
 
 @ops.constexpr
@@ -85,8 +86,8 @@ def read_rows(column, index, num_envs):
 def flat_to_logical(flat, head, max_length, num_envs):
     """Flat physical rows ``row * num_envs + env`` as (logical rows, environments), int32."""
     if num_envs == 1:
-        return (flat - head + max_length) % max_length, ops.zeros_like(flat)
-    return (flat // num_envs - head + max_length) % max_length, flat % num_envs
+        return physical_to_logical(head, flat, max_length), ops.zeros_like(flat)
+    return physical_to_logical(head, flat // num_envs, max_length), flat % num_envs
 
 
 def stacked_windows(reward, terminated, truncated, starts, stack_size, n_step, gamma):
@@ -169,7 +170,7 @@ def transition_windows(reward, terminated, truncated, head, logical, env, stack_
         ([2.0, 4.0], [0.25, 0.0])
     """
     max_length, num_envs = reward.shape
-    starts = ((head + logical) % max_length) * num_envs + env
+    starts = logical_to_physical(head, logical, max_length) * num_envs + env
     rows, bootstrap, returns, discount = stacked_windows(reward, terminated, truncated, starts, stack_size, n_step,
                                                          gamma)
     return (flat_to_logical(rows, head, max_length, num_envs)[0],
@@ -198,4 +199,4 @@ def gather_frames(frames, head, rows, env, max_length):
     """
     num_envs = frames.shape[0] // max_length
     env = ops.broadcast_to(env.reshape(env.shape + (1,) * (len(rows.shape) - len(env.shape))), rows.shape)
-    return ops.gather(frames, ((head + rows) % max_length) * num_envs + env, 0)
+    return ops.gather(frames, logical_to_physical(head, rows, max_length) * num_envs + env, 0)
