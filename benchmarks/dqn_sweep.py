@@ -1,6 +1,7 @@
 """Settings of the main job against each other, to a held solve: ``python -m benchmarks.dqn_sweep``.
 
-Each ``--variant`` is a name and the settings it changes in ``configs/dqn.py``, as
+Each ``--variant`` is a name and the settings it changes in ``--config`` (default
+``configs/dqn.py``), as
 ``NAME:SECTION.KEY=VALUE,...`` (``shipped`` alone changes nothing), for example
 ``sync50:learner.target_sync_period=50``. For every seed, ``train`` runs each variant on the
 fused loop until a held solve (the mean return of 100 greedy episodes >= 475 at 3 consecutive
@@ -57,12 +58,13 @@ def parse_variant(text: str) -> tuple[str, dict[tuple[str, str], Any]]:
         raise ValueError(f"variant {text!r}: each VALUE must be a Python literal ({error})") from None
 
 
-def with_changes(config: dict[str, Any], changes: dict[tuple[str, str], Any]) -> dict[str, Any]:
+def with_changes(config: dict[str, Any], changes: dict[tuple[str, str], Any],
+                 name: str = "configs/dqn.py") -> dict[str, Any]:
     """A copy of ``config`` with ``changes`` applied; a section or key it does not have is refused."""
     config = copy.deepcopy(config)
     for (section, key), value in changes.items():
         if section not in config or (key not in config[section] and (section, key) not in SETTINGS):
-            raise KeyError(f"configs/dqn.py has no setting {section}.{key}")
+            raise KeyError(f"{name} has no setting {section}.{key}")
         config[section][key] = value
     return config
 
@@ -83,14 +85,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", action="append", dest="variants", metavar="NAME:SECTION.KEY=VALUE,...",
                         help=f"repeat for each variant (default: {' '.join(DEFAULT_VARIANTS)})")
+    parser.add_argument("--config", default="configs/dqn.py", help="the config the variants change")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--max-steps", type=int, default=100_000, help="budget of each run")
     parser.add_argument("--out", default="benchmarks/results/dqn_sweep", help="where the JSON goes")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI; no claims")
     args = parser.parse_args(argv)
     variants = [parse_variant(text) for text in args.variants or DEFAULT_VARIANTS]
-    shipped = load_config(ROOT / "configs" / "dqn.py")
-    configs = {name: with_changes(shipped, changes) for name, changes in variants}  # refused before any run
+    shipped = load_config(ROOT / args.config)
+    # Refused before any run:
+    configs = {name: with_changes(shipped, changes, args.config) for name, changes in variants}
     if args.smoke:
         for config in configs.values():
             config["trainer"].update(learning_starts=64, eval_starts=0, eval_interval=64, eval_episodes=4)
@@ -101,7 +105,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {
         "date": datetime.date.today().isoformat(),
         "machine": "2-core CPU shared with other jobs, MindSpore " + ms.__version__ + ", GRAPH_MODE",
-        "max_steps": args.max_steps, "variants": [f"{name}: {changes}" for name, changes in variants], "runs": []}
+        "config": args.config, "max_steps": args.max_steps,
+        "variants": [f"{name}: {changes}" for name, changes in variants], "runs": []}
     for seed in args.seeds:  # the variants one after the other for each seed: the same machine state
         for name, config in configs.items():
             record_run(results, {**held_solve(config, seed, "fused", args.max_steps), "variant": name},

@@ -72,7 +72,10 @@ class Update(nn.Cell):
     """One learn step from a given batch: loss, Adam update, periodic target sync.
 
     Every ``target_sync_period`` calls the online weights are copied into the target
-    network (branch-free: ``where`` on every target parameter, cheap for this network).
+    network, in a graph branch taken only then: a branch-free ``where`` on every target
+    parameter cost 24 more kernels in every learn step (a copy, a select and an assign per
+    parameter) and measured 4-6% fewer environment steps/s in the fused loop on this
+    project's CPU.
 
     Args:
         loss_net (DQNLoss): The loss, holding the online and target networks.
@@ -112,9 +115,9 @@ class Update(nn.Cell):
         loss = ops.depend(loss, self.optimizer(grads))
         steps = ops.depend(self.learn_steps + 1, loss)
         ops.assign(self.learn_steps, steps)
-        sync = (steps % self.target_sync_period) == 0
-        for online, target in zip(self.online, self.target):
-            ops.assign(target, ops.where(sync, online, target))
+        if steps % self.target_sync_period == 0:
+            for online, target in zip(self.online, self.target):
+                ops.assign(target, online)
         return loss
 
 
