@@ -2,8 +2,9 @@
 
 Direct calls check their input here before anything is launched, so a bad call leaves the
 buffer exactly as it was. The checks that also run when a graph is compiled (shapes and
-dtypes of what a ``construct`` passes to a buffer) have compile-time twins built with
-``ops.constexpr`` (``check_batch_graph``, ``check_leaves_graph``).
+dtypes of what a ``construct`` passes to a buffer, and the Python constants it passes as
+``ordered``, ``batch_size`` and the like) have compile-time twins built with
+``ops.constexpr`` (the ``*_graph`` names).
 """
 from __future__ import annotations
 
@@ -110,6 +111,10 @@ def check_ordered(op: str, ordered: Any, default: bool) -> bool:
     if not isinstance(ordered, bool):
         raise _errors.type_error(op, "ordered", "a bool or None", ordered)
     return ordered
+
+
+check_ordered_graph = ops.constexpr(check_ordered)
+check_optional_size_graph = ops.constexpr(check_optional_size)
 
 
 def check_exponent(op: str, arg: str, value: Any) -> float:
@@ -287,12 +292,26 @@ def check_sample_args(op: str, sample_batch_size: Any, num_steps: Any, time_stac
     check_bool(op, "time_stacked", time_stacked)
 
 
-def check_stored(op: str, num_steps: int | None, stored: int, max_length: int) -> None:
-    """Refuse to sample an empty buffer, or windows longer than what is stored."""
+def _check_window_length(op: str, num_steps: int | None, max_length: int) -> int:
     steps = 1 if num_steps is None else num_steps
     if steps > max_length:
         raise ValueError(f"For '{op}', 'num_steps' ({steps}) must not exceed the {max_length} time steps "
                          f"the buffer can hold.")
+    return steps
+
+
+def check_window(op: str, sample_batch_size: Any, num_steps: Any, time_stacked: Any, max_length: int) -> None:
+    """:func:`check_sample_args`, and windows no longer than the buffer holds: what a graph can check."""
+    check_sample_args(op, sample_batch_size, num_steps, time_stacked)
+    _check_window_length(op, num_steps, max_length)
+
+
+check_window_graph = ops.constexpr(check_window)
+
+
+def check_stored(op: str, num_steps: int | None, stored: int, max_length: int) -> None:
+    """Refuse to sample an empty buffer, or windows longer than what is stored."""
+    steps = _check_window_length(op, num_steps, max_length)
     check_not_empty(op, stored)
     if steps > stored:
         raise ValueError(f"For '{op}', 'num_steps' ({steps}) must not exceed the {stored} time steps stored.")

@@ -6,7 +6,14 @@ from typing import Any
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import Launch, buffer_method
-from mindspore_rl_buffer._validation import check_bool, check_not_empty, check_ordered, check_seed, check_size
+from mindspore_rl_buffer._validation import (
+    check_bool,
+    check_not_empty,
+    check_ordered,
+    check_ordered_graph,
+    check_seed,
+    check_size,
+)
 from mindspore_rl_buffer.core import RingBuffer
 from mindspore_rl_buffer.ops import ring
 
@@ -130,8 +137,7 @@ class ReplayBuffer(RingBuffer):
 
     @buffer_method(_host_sample)
     def _sample(self, ordered, with_indices, *, check=True):
-        if ordered is None:
-            ordered = self._ordered
+        ordered = check_ordered_graph("sample", ordered, self._ordered)  # a constant: checked at compile time
         # A graph without the indexes among its outputs is compiled without their kernels.
         logical, items = ring.sample(self.columns, self.head, self.count, self._sample_size, ordered,
                                      self._replace, self._seed, check)

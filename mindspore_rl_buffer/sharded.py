@@ -24,6 +24,7 @@ from mindspore_rl_buffer._validation import (
     check_choice,
     check_not_empty,
     check_ordered,
+    check_ordered_graph,
     check_size,
     check_transition,
 )
@@ -311,8 +312,7 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
 
     @buffer_method(_host_sample)
     def _sample(self, ordered, with_indices, *, check=True):
-        if ordered is None:
-            ordered = self._ordered
+        ordered = check_ordered_graph("sample", ordered, self._ordered)  # a constant: checked at compile time
         if self._world_size == 1 or self._sampling == "local":
             if with_indices:
                 return self.storage.sample_with_indices(ordered)

@@ -24,6 +24,7 @@ from mindspore_rl_buffer._validation import (
     check_sample_args,
     check_size,
     check_stored,
+    check_window_graph,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
 from mindspore_rl_buffer.nest import FlatSpec, leaf_at, rebuild
@@ -228,7 +229,9 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
 
     @buffer_method(_host_get_next)
     def _get_next(self, sample_batch_size, num_steps, time_stacked, *, check=True):
-        # get_next's graph body: the items and a plain (ids, probabilities) pair.
+        # get_next's graph body: the items and a plain (ids, probabilities) pair. Its constant
+        # arguments are checked at compile time, as a direct call checks them.
+        check_window_graph("get_next", sample_batch_size, num_steps, time_stacked, self._max_length)
         picks = 1 if sample_batch_size is None else sample_batch_size
         steps = 1 if num_steps is None else num_steps
         storage = self.storage

@@ -31,6 +31,7 @@ from mindspore_rl_buffer._validation import (
     check_final_rows,
     check_gamma,
     check_not_empty,
+    check_optional_size_graph,
     check_ring_length,
     check_seed,
     check_size,
@@ -295,6 +296,8 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
 
     @buffer_method(_host_sample)
     def _sample(self, batch_size, with_info, *, check=True):
+        # A constant: checked at compile time, as a direct call checks it.
+        batch_size = check_optional_size_graph("sample", "batch_size", batch_size)
         if batch_size is None:
             batch_size = self._sample_size
         storage = self.storage

@@ -27,6 +27,8 @@ from mindspore_rl_buffer import (
     PyUniformReplayBuffer,
     ReservoirReplayBuffer,
     ShardedReplayBuffer,
+    TrajectoryReplayBuffer,
+    TransitionReplayBuffer,
 )
 from tests.helpers import (
     DTYPES,
@@ -273,3 +275,79 @@ def test_a_direct_call_in_pynative_mode_and_a_jit_function_use_the_same_methods(
     assert decode(*newest) == 5 and int(size) == 6
     ms.set_context(mode=ms.GRAPH_MODE)
     assert decode(*buffer.get_item(0)) == 0
+
+
+
+def _filled(kind):
+    """A small buffer of ``kind`` holding a few items."""
+    if kind == "ReplayBuffer":
+        buffer = make()
+    elif kind == "ShardedReplayBuffer":
+        buffer = ShardedReplayBuffer(4, 7, SHAPES, MS_DTYPES)
+    elif kind == "TrajectoryReplayBuffer":
+        buffer = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4)
+        buffer.add_batch({"value": Tensor(np.ones((2,), np.float32))})
+        return buffer
+    else:
+        buffer = TransitionReplayBuffer(4, 16, [(2,), (), (), (), ()],
+                                        [ms.float32, ms.int32, ms.float32, ms.uint8, ms.uint8])
+        buffer.insert([Tensor(np.ones((6, 1, 2), np.float32)), Tensor(np.zeros((6, 1), np.int32)),
+                       Tensor(np.zeros((6, 1), np.float32)), Tensor(np.zeros((6, 1), np.uint8)),
+                       Tensor(np.zeros((6, 1), np.uint8))])
+        return buffer
+    buffer.insert(encoded_batch(0, 3))
+    return buffer
+
+
+def _sample(buffer, value):
+    return buffer.sample(value)
+
+
+def _sample_with_indices(buffer, value):
+    return buffer.sample_with_indices(value)[1]
+
+
+def _get_next_batch(buffer, value):
+    return buffer.get_next(sample_batch_size=value)[0]
+
+
+def _get_next_steps(buffer, value):
+    return buffer.get_next(num_steps=value)[0]
+
+
+def _get_next_unstacked(buffer, value):
+    return buffer.get_next(num_steps=2, time_stacked=value)[0]
+
+
+STATIC_ARGUMENT_CASES = [  # (buffer, call, a constant the call refuses)
+    *(("ReplayBuffer", _sample, bad) for bad in (256, "x", 1.0)),
+    ("ReplayBuffer", _sample_with_indices, 0),
+    ("ShardedReplayBuffer", _sample, 2),
+    *(("TransitionReplayBuffer", _sample, bad) for bad in (0, -3, 2.5, True, "8")),
+    ("TrajectoryReplayBuffer", _get_next_batch, 0),
+    ("TrajectoryReplayBuffer", _get_next_steps, 5),
+    ("TrajectoryReplayBuffer", _get_next_unstacked, 1),
+]
+
+
+@pytest.mark.parametrize("kind, call, bad", STATIC_ARGUMENT_CASES)
+def test_a_graph_refuses_the_constants_a_direct_call_refuses_with_the_same_error(kind, call, bad):
+    # A Python constant a construct passes (ordered, batch_size, ...) is part of the graph: it is
+    # checked when the graph is compiled, with the direct call's message, before anything runs.
+    buffer = _filled(kind)
+    with pytest.raises((TypeError, ValueError)) as direct:
+        call(buffer, bad)
+    before = [x.asnumpy().copy() for x in buffer.get_parameters()]
+
+    class UserStep(ms.nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.buffer = buffer
+
+        def construct(self):
+            return call(self.buffer, bad)
+
+    with pytest.raises(direct.type) as compiled:
+        UserStep()()
+    assert str(compiled.value).splitlines()[0] == str(direct.value)
+    assert all(np.array_equal(a, x.asnumpy()) for a, x in zip(before, buffer.get_parameters()))
