@@ -72,7 +72,7 @@ def throughput(config: dict[str, Any], iterations: int, rounds: int) -> dict[str
     loops = {}
     for name in ("host", "fused"):
         agent = build_agent(config, seed=0)
-        loop = FusedLoop(agent) if name == "fused" else HostLoop(agent, config["trainer"]["learn_steps_per_collect"])
+        loop = FusedLoop(agent) if name == "fused" else HostLoop(agent)
         warmup = -(-config["trainer"]["learning_starts"] // config["environment"]["num_envs"])
         loop.run(warmup, learn=False)
         loop.run(2, learn=True)  # compiles

@@ -57,7 +57,7 @@ class DQNAgent:
     policy: EpsilonGreedy
     update: Update
     buffer: ReplayBuffer | ShardedReplayBuffer | TransitionReplayBuffer | NumpyReplayBuffer
-    learn: Callable[[], Tensor]
+    learn: Callable[[], Tensor]  # the learn steps after one collect step; returns their loss sum
     collector: Collector
     evaluate: Callable[[], np.ndarray]
     train_loop: TrainLoop | None = None
@@ -135,13 +135,15 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
     policy = EpsilonGreedy(q_net, get("policy", "epsilon_start"), get("policy", "epsilon_end"),
                            get("policy", "epsilon_decay_steps"))
 
+    learn_steps = get("trainer", "learn_steps_per_collect")
     if buffer is not None:
-        learn = LearnStep(buffer, update)
+        learn = LearnStep(buffer, update, learn_steps)
     else:
         buffer = NumpyReplayBuffer(entry.sample_size, entry.capacity, COLUMN_SHAPES, COLUMN_TYPES, seed=seed)
 
         def learn() -> Tensor:
-            return update(*(Tensor(column) for column in buffer.sample()))
+            losses = [update(*(Tensor(column) for column in buffer.sample())) for _ in range(learn_steps)]
+            return sum(losses[1:], losses[0])
 
     if env_kind == "gymnasium":
         collector: Collector = GymCollector(policy, gym_envs[:num_envs], buffer)
@@ -164,7 +166,6 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
         return DQNAgent(q_net, target_net, policy, update, buffer, learn, DeviceEnvHostBufferCollector(act, buffer),
                         evaluate)
     collector = DeviceCollector(act, buffer)
-    learn_steps = get("trainer", "learn_steps_per_collect")
     return DQNAgent(q_net, target_net, policy, update, buffer, learn, collector, evaluate,
-                    train_loop=TrainLoop(collector.step, learn, learn_steps),
+                    train_loop=TrainLoop(collector.step, learn),
                     eval_loop=EvalLoop(q_net, CartPole(eval_episodes, max_episode_steps)))

@@ -122,30 +122,60 @@ class Update(nn.Cell):
 
 
 class LearnStep(nn.Cell):
-    """``self.buffer.sample()`` and an :class:`Update` on the batch: one graph.
+    """``steps`` learn steps, each an :class:`Update` on a batch sampled inside the same graph.
 
-    A :class:`~mindspore_rl_buffer.TransitionReplayBuffer`'s sample ``(observation, action,
-    n-step return, next_observation, discount)`` has scalar columns of shape ``(b,)``; they
-    are given a trailing axis, so :class:`Update` sees the five-column layout (its
-    :class:`DQNLoss` must be built with ``discounted=True``).
+    A :class:`~mindspore_rl_buffer.TransitionReplayBuffer` is sampled once for all of them
+    (``sample(steps * sample_size)``, split into ``steps`` batches): the same draws as
+    ``steps`` samples of ``sample_size`` (uniform, with replacement, from a buffer that does
+    not change between them), at the cost of one. Its sample ``(observation, action, n-step
+    return, next_observation, discount)`` has scalar columns of shape ``(b,)``; they are given
+    a trailing axis, so :class:`Update` sees the five-column layout (its :class:`DQNLoss` must
+    be built with ``discounted=True``). Other buffers take no batch size and are sampled once
+    per step.
 
     Args:
         buffer (Union[ReplayBuffer, ShardedReplayBuffer, TransitionReplayBuffer]): Sampled inside the graph.
-        update (Update): Learns from the batch.
+        update (Update): Learns from each batch.
+        steps (int): Learn steps per call. Default: ``1``.
 
     Outputs:
-        Tensor, float32 scalar: the loss.
+        Tensor, float32 scalar: the sum of the steps' losses.
     """
 
-    def __init__(self, buffer: ReplayBuffer | ShardedReplayBuffer | TransitionReplayBuffer, update: Update) -> None:
+    def __init__(self, buffer: ReplayBuffer | ShardedReplayBuffer | TransitionReplayBuffer, update: Update,
+                 steps: int = 1) -> None:
         super().__init__()
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"For 'LearnStep', 'steps' must be an int >= 1, but got {steps!r}.")
         self.buffer = buffer
         self.update = update
-        self.steps = isinstance(buffer, TransitionReplayBuffer)
+        self.steps = steps
+        self.transitions = isinstance(buffer, TransitionReplayBuffer)
+        self.sample_size = buffer.sample_size
 
     def construct(self):
-        state, action, reward, next_state, terminated_or_discount = self.buffer.sample()
-        if self.steps:  # (b,) -> (b, 1); the fifth column is the discount
-            action, reward = action.expand_dims(1), reward.expand_dims(1)
-            terminated_or_discount = terminated_or_discount.expand_dims(1)
-        return self.update(state, action, reward, next_state, terminated_or_discount)
+        if self.transitions:
+            return self._learn_from_one_sample()
+        loss = self._learn_step()
+        for _ in range(self.steps - 1):
+            loss = loss + self._learn_step()
+        return loss
+
+    def _learn_step(self):
+        return self.update(*self.buffer.sample())
+
+    def _learn_from_one_sample(self):
+        columns = self.buffer.sample(self.steps * self.sample_size)
+        if self.steps > 1:  # (steps * b, ...) -> steps batches of (b, ...), one unstack per column
+            columns = [ops.unstack(column.reshape((self.steps, self.sample_size, *column.shape[1:])), axis=0)
+                       for column in columns]
+        loss = Tensor(0.0, ms.float32)
+        for step in range(self.steps):
+            if self.steps > 1:
+                state, action, reward, next_state, discount = [column[step] for column in columns]
+            else:
+                state, action, reward, next_state, discount = columns
+            # (b,) -> (b, 1): the five-column layout; the fifth column is the discount
+            loss = loss + self.update(state, action.expand_dims(1), reward.expand_dims(1), next_state,
+                                      discount.expand_dims(1))
+        return loss

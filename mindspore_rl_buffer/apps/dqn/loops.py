@@ -6,8 +6,9 @@ loop                 what one chunk of ``n`` iterations costs
 :class:`FusedLoop`   one launch of :class:`~.fused.TrainLoop` (``n`` collect steps, each followed by its
                      learn steps, in one graph); an evaluation is one launch of
                      :class:`~.evaluation.EvalLoop`. The default.
-:class:`HostLoop`    ``n`` launches of the collect graph and ``n * learn_steps_per_collect`` of the learn
-                     graph from a Python loop; an evaluation launches one graph per environment step.
+:class:`HostLoop`    ``n`` launches of the collect graph and ``n`` of the learn graph (a collect step's
+                     learn steps) from a Python loop; an evaluation launches one graph per environment
+                     step.
                      The loop before the fused one, kept for comparison; the only one for the numpy
                      buffer and the gymnasium environments, which live on the host.
 ===================  =================================================================================
@@ -39,23 +40,22 @@ class Loop(Protocol):
 
 
 class HostLoop:
-    """One launch per collect step, per learn step and per evaluation step.
+    """One launch per collect step, per collect step's learn steps and per evaluation step.
 
     Args:
-        agent (DQNAgent): The agent's collector, learn callable and evaluator are used.
-        learn_steps_per_collect (int): Learn steps after each collect step.
+        agent (DQNAgent): The agent's collector, learn callable (a collect step's learn steps)
+            and evaluator are used.
     """
 
-    def __init__(self, agent: Any, learn_steps_per_collect: int) -> None:
+    def __init__(self, agent: Any) -> None:
         self.agent = agent
-        self.learn_steps_per_collect = learn_steps_per_collect
 
     def run(self, iterations: int, learn: bool) -> float:
         losses = []
         for _ in range(iterations):
             self.agent.collector.collect()
             if learn:
-                losses += [self.agent.learn() for _ in range(self.learn_steps_per_collect)]
+                losses.append(self.agent.learn())
         return float(sum(loss.asnumpy() for loss in losses))
 
     def evaluate(self) -> np.ndarray:
@@ -76,9 +76,7 @@ class FusedLoop:
         self.agent = agent
 
     def run(self, iterations: int, learn: bool) -> float:
-        graph = self.agent.train_loop
-        learn_steps = graph.learn_steps_per_collect if learn else 0
-        return float(graph(Tensor(iterations, ms.int32), Tensor(learn_steps, ms.int32)).asnumpy())
+        return float(self.agent.train_loop(Tensor(iterations, ms.int32), Tensor(int(learn), ms.int32)).asnumpy())
 
     def evaluate(self) -> np.ndarray:
         return self.agent.eval_loop().asnumpy()

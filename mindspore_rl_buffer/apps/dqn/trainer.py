@@ -144,7 +144,7 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
     agent = build_agent(config, buffer_kind, env_kind, seed)
     out = None if out_dir is None else output_folder(out_dir, agent, overwrite)
     learn_steps = get("learn_steps_per_collect")
-    runner: Loop = FusedLoop(agent) if loop == "fused" else HostLoop(agent, learn_steps)
+    runner: Loop = FusedLoop(agent) if loop == "fused" else HostLoop(agent)
     threshold, evaluations = float(get("solve_threshold")), get("solve_evaluations")
 
     result = TrainResult(False, math.nan, 0, 0, 0.0, 0.0, loop=loop)

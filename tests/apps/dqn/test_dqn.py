@@ -99,7 +99,7 @@ def test_collect_graph_stores_the_transitions_the_environment_produced():
 
 @pytest.mark.parametrize("buffer_kind", ["device", "numpy"])
 def test_learn_graph_syncs_the_target_network_every_period(buffer_kind):
-    config = small_config()
+    config = small_config(learn_steps_per_collect=1)  # agent.learn() runs one collect step's learn steps
     config["learner"]["target_sync_period"] = 5
     agent = dqn.build_agent(config, buffer_kind=buffer_kind, seed=0)
     for _ in range(30):

@@ -105,7 +105,7 @@ def test_the_host_loop_is_the_only_one_for_host_buffers_and_environments():
         dqn.trainer.choose_loop("graph", "device", "mindspore")
     agent = dqn.build_agent(small_config(), buffer_kind="numpy", seed=0)
     assert agent.train_loop is None and agent.eval_loop is None
-    HostLoop(agent, 4).run(3, learn=False)
+    HostLoop(agent).run(3, learn=False)
     assert agent.buffer.size() == 12
 
 

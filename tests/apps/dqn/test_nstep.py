@@ -8,11 +8,12 @@ import copy
 import mindspore as ms
 import numpy as np
 import pytest
-from mindspore import Tensor
+from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
 
 from mindspore_rl_buffer import TransitionReplayBuffer, load_config
 from mindspore_rl_buffer.apps.dqn import build_agent, check_config, cli, train
 from mindspore_rl_buffer.apps.dqn.cartpole import RESET_BOUND
+from mindspore_rl_buffer.apps.dqn.learner import LearnStep
 from tests.apps.dqn.helpers import ROOT, gym_reference
 
 NSTEP_CONFIG = ROOT / "configs" / "dqn_nstep.py"
@@ -156,6 +157,62 @@ def test_the_collect_graph_inserts_next_step_autoreset_rows():
     assert (got[4] == 0).any() and np.isclose(got[4], GAMMA ** 3).any()  # terminations within a window, and none
 
 
+class _RecordingUpdate(nn.Cell):
+    """Stands in for ``Update``: keeps the batch of each call (``steps`` of them) and returns its reward sum."""
+
+    def __init__(self, steps: int, batch: int) -> None:
+        super().__init__()
+        self.calls = Parameter(Tensor(0, ms.int32), name="calls", requires_grad=False)
+        self.batches = ParameterTuple(Parameter(Tensor(np.zeros((steps, batch, *shape), np.float32)), name=name,
+                                                requires_grad=False)
+                                      for name, shape in (("observation", (4,)), ("action", (1,)), ("reward", (1,)),
+                                                          ("next_observation", (4,)), ("discount", (1,))))
+
+    def construct(self, observation, action, reward, next_observation, discount):
+        call = self.calls.reshape((1,))
+        for stored, column in zip(self.batches, (observation, action, reward, next_observation, discount)):
+            ops.scatter_update(stored, call, column.astype(ms.float32).expand_dims(0))
+        ops.assign(self.calls, self.calls + 1)
+        return reward.sum()
+
+
+def test_the_learn_steps_of_a_collect_step_split_one_sample_into_whole_transitions():
+    """``LearnStep(steps=3)`` on the transition buffer: 3 batches of ``sample_size``, each of valid n-step
+    transitions as the definitions give them, in the layout ``Update`` takes; the loss is their sum."""
+    agent = build_agent(nstep_config(), seed=2)
+    rows = _record(agent, 40)
+    final = np.zeros(rows[3].shape, bool)
+    final[1:] = (rows[3] | rows[4])[:-1].astype(bool)
+    batch = agent.buffer.sample_size
+    recorder = _RecordingUpdate(3, batch)
+    loss = float(LearnStep(agent.buffer, recorder, steps=3)().asnumpy())
+    assert int(recorder.calls.asnumpy()) == 3
+    observation, action, reward, next_observation, discount = (x.asnumpy() for x in recorder.batches)
+    np.testing.assert_allclose(loss, reward.sum(), rtol=1e-5)
+    assert len({observation[step].tobytes() for step in range(3)}) == 3  # three batches, not one thrice
+    for step, b in np.ndindex(3, batch):
+        start, env = (int(x[0]) for x in np.nonzero((rows[0] == observation[step, b]).all(-1)))
+        assert 1 <= start <= 40 - 1 - 3 and not final[start, env]
+        expected = _expected_sample(rows, start, env, 3)
+        got = (observation[step, b], action[step, b, 0], reward[step, b, 0], next_observation[step, b],
+               discount[step, b, 0])
+        for column, value in zip(got, expected):
+            np.testing.assert_allclose(column, value, rtol=1e-6, atol=1e-6, err_msg=f"start {start} env {env}")
+    with pytest.raises(ValueError, match=r"For 'LearnStep', 'steps' must be an int >= 1, but got 0\."):
+        LearnStep(agent.buffer, recorder, steps=0)
+
+
+def test_both_loops_train_the_same_agent_on_three_step_returns():
+    config = nstep_config(learn_steps_per_collect=2, max_steps=400, eval_starts=160, eval_interval=100,
+                          log_interval=7)
+    results = {loop: train(config, seed=1, progress=False, loop=loop) for loop in ("fused", "host")}
+    fused, host = results["fused"], results["host"]
+    assert [step for step, _ in fused.eval_history] == [160, 260, 360, 400]
+    assert fused.episode_history == host.episode_history and fused.eval_history == host.eval_history
+    np.testing.assert_allclose([loss for _, loss in fused.loss_history], [loss for _, loss in host.loss_history],
+                               rtol=1e-5)
+
+
 def _forward(q_net, observation: np.ndarray) -> np.ndarray:
     """The Q-network in numpy: Dense layers with ReLU between them."""
     parameters = [p.asnumpy().astype(np.float64) for p in q_net.get_parameters()]
@@ -179,10 +236,10 @@ def test_a_short_run_learns_with_the_sampled_discount_as_the_target_says(loop):
     losses = np.array([loss for _, loss in result.loss_history])
     assert np.isfinite(losses).all() and len(losses) >= 5
 
-    agent = build_agent(config, seed=0)
+    agent = build_agent(nstep_config(learn_steps_per_collect=1), seed=0)
     _record(agent, 60)
     for _ in range(50):
-        agent.learn()  # the online network moves away from the target network
+        agent.learn()  # the online network moves away from the target network (one learn step a call)
     observation, action, reward, next_observation, discount = (x.asnumpy() for x in agent.buffer.sample(256))
     assert (discount == 0).any() and (discount > 0.9).any()
     q_next, target_next = _forward(agent.q_net, next_observation), _forward(agent.target_net, next_observation)
