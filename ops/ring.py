@@ -75,8 +75,10 @@ def insert_rows(head, count, batch_size, capacity):
     """
     kept = min(batch_size, capacity)
     end = (head + count) % capacity  # the write position; head + count <= 2 * capacity - 1
-    first = (end + (batch_size - kept) % capacity) % capacity
-    rows = (first + arange(kept)) % capacity
+    # No kernel for what is known when the graph is built: a batch that fits starts at the
+    # write position, and one item's row is the write position itself.
+    first = end if kept == batch_size else (end + (batch_size - kept) % capacity) % capacity
+    rows = first.reshape((1,)) if kept == 1 else (first + arange(kept)) % capacity
     if batch_size >= capacity:  # full afterwards; the newest item ends just before the new head
         return rows, (end + batch_size % capacity) % capacity, ops.zeros_like(count) + capacity
     total = count + batch_size  # < 2 * capacity

@@ -265,7 +265,8 @@ def insert_steps(frames, ranks, head, count, last_ended, finals, observation, te
     final, _ = final_rows(last_ended, terminated, truncated)
     final = final.reshape(-1).astype(ms.int32)
     written = finals + ops.cumsum(final, 0)
-    rows = (head + count + arange(steps)) % max_length
+    end = (head + count) % max_length
+    rows = end.reshape((1,)) if steps == 1 else (end + arange(steps)) % max_length
     flat = (rows.reshape((-1, 1)) * num_envs + arange(num_envs)).reshape(-1)
     values = flat - size - written
     observation = observation.reshape((steps * num_envs, *observation.shape[2:]))
@@ -274,6 +275,10 @@ def insert_steps(frames, ranks, head, count, last_ended, finals, observation, te
         flat, values, observation = flat[skip:], values[skip:], observation[skip:]
     write_rows(frames, flat, observation)
     ops.scatter_update(ranks, flat, values)
-    newest = offsets(steps - 1, steps)
-    ended = ops.logical_or(ops.gather(terminated, newest, 0) != 0, ops.gather(truncated, newest, 0) != 0)
-    return ended.reshape((num_envs,)).astype(ms.int32), finals + final.sum().astype(ms.int32)
+    # The newest row's flags, and the final rows counted through it: what final_rows and the
+    # ranks computed already (the same expression as final_rows', merged by the compiler).
+    ended = ops.logical_or(terminated != 0, truncated != 0)
+    if steps > 1:
+        ended = ops.gather(ended, offsets(steps - 1, steps), 0)
+    return ended.reshape((num_envs,)).astype(ms.int32), ops.gather(written, offsets(written.shape[0] - 1,
+                                                                                    written.shape[0]), 0).reshape(())
