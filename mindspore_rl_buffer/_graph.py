@@ -32,6 +32,7 @@ from mindspore import Tensor, jit, nn, ops
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer.nest import rebuild, structure, template
+from mindspore_rl_buffer.ops._common import draws
 
 # MindSpore's compile and launch are not thread-safe (a data-pipeline thread and the main
 # thread calling compiled graphs at once corrupt compilation): every direct call of a
@@ -220,7 +221,9 @@ def buffer_method(host: Callable[..., Any] | None = None, *, returns_self: bool 
         method.__qualname__ = body.__qualname__
         method.__doc__ = body.__doc__
         method.returns_self = returns_self
-        return method
+        # Compiled once per call site: two samples in one graph draw apart (see ops._common.draws).
+        draws(body)
+        return draws(method)
 
     return decorate
 

@@ -20,6 +20,7 @@ from mindspore_rl_buffer._validation import (
 )
 from mindspore_rl_buffer.core import RingBuffer
 from mindspore_rl_buffer.ops import priority
+from mindspore_rl_buffer.ops._common import owned_seed
 
 
 @ops.constexpr
@@ -129,6 +130,7 @@ class PriorityReplayBuffer(RingBuffer):
         self._alpha = alpha
         self._sample_size = sample_size
         self._seed = seed
+        self._draw_seed = owned_seed(self._seed)  # what the random operators take
         sum_tree, min_tree = priority.empty_trees(self.capacity)
         self.sum_tree = Parameter(sum_tree, name="sum_tree", requires_grad=False)
         self.min_tree = Parameter(min_tree, name="min_tree", requires_grad=False)
@@ -174,7 +176,7 @@ class PriorityReplayBuffer(RingBuffer):
                 compiled graph cannot run again; ``beta`` is not checked there.
         """
         slots, weights = priority.sample(self.sum_tree, self.min_tree, self.count, self._sample_size, beta,
-                                         self.capacity, self._seed, check)
+                                         self.capacity, self._draw_seed, check)
         return (slots, weights, *self.decode(tuple(ops.gather(column, slots, 0) for column in self.columns)))
 
     def sample_with_indices(self, ordered=None):

@@ -16,6 +16,7 @@ from mindspore_rl_buffer._validation import (
 )
 from mindspore_rl_buffer.core import RingBuffer
 from mindspore_rl_buffer.ops import ring
+from mindspore_rl_buffer.ops._common import owned_seed
 
 
 def _host_sample(self: ReplayBuffer, ordered: Any = None, with_indices: bool = False) -> Launch:
@@ -100,6 +101,7 @@ class ReplayBuffer(RingBuffer):
         self._ordered = ordered
         self._replace = replace
         self._seed = seed
+        self._draw_seed = owned_seed(self._seed)  # what the random operators take
 
     @property
     def sample_size(self) -> int:
@@ -140,7 +142,7 @@ class ReplayBuffer(RingBuffer):
         ordered = check_ordered_graph("sample", ordered, self._ordered)  # a constant: checked at compile time
         # A graph without the indexes among its outputs is compiled without their kernels.
         logical, items = ring.sample(self.columns, self.head, self.count, self._sample_size, ordered,
-                                     self._replace, self._seed, check)
+                                     self._replace, self._draw_seed, check)
         items = self.decode(items)
         return (logical, items) if with_indices else items
 

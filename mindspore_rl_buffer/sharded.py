@@ -30,6 +30,7 @@ from mindspore_rl_buffer._validation import (
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, load_checkpoint, save_checkpoint, spec_record
 from mindspore_rl_buffer.ops import sharded as sharded_ops
+from mindspore_rl_buffer.ops._common import owned_seed
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec
 
@@ -204,6 +205,7 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         self._sampling = sampling
         self._ordered = ordered
         self._seed = seed
+        self._draw_seed = owned_seed(self._seed)  # what the random operators take
         self.storage = ReplayBuffer(sample_size, shard_capacities(capacity, world_size)[rank], shapes, types,
                                     ordered=ordered, seed=seed, names=names)
         self._sample_size = self.storage.sample_size
@@ -320,7 +322,7 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         storage = self.storage
         total, drawn, values = sharded_ops.sample_global(storage.columns, storage.head, storage.count,
                                                          self._sample_size, self._rank, self._group, ordered,
-                                                         self._seed, check)
+                                                         self._draw_seed, check)
         values = storage.decode(values)
         if not check:
             # A direct call: the host checks the total after the launch (see _host_sample).

@@ -42,7 +42,7 @@ from mindspore_rl_buffer.checkpoint import Checkpointable, episode_contract, rin
 from mindspore_rl_buffer.core import RingBuffer
 from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
-from mindspore_rl_buffer.ops._common import guarded
+from mindspore_rl_buffer.ops._common import guarded, owned_seed
 from mindspore_rl_buffer.specs import TensorSpec, column_specs
 from mindspore_rl_buffer.tf_agents import BufferInfo
 from mindspore_rl_buffer.writer import BufferWriter
@@ -142,6 +142,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         self._n_step = check_size(op, "n_step", n_step)
         self._gamma = check_gamma(op, gamma)
         self._seed = check_seed(op, seed)
+        self._draw_seed = owned_seed(self._seed)  # what the random operators take
         if names is None and isinstance(shapes, (list, tuple)):
             names = [*TRANSITION_ROLES, *(f"extra_{i}" for i in range(len(shapes) - 5))][:len(shapes)]
         step_specs = column_specs(shapes, types, names)
@@ -304,7 +305,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         head, size, stack_size = storage.head, self._max_length, self._stack_size
         action, reward, terminated, truncated = storage.columns[:4]
         starts, total = transition_ops.draw_starts(self.ranks, head, storage.count, batch_size, size, stack_size,
-                                                   self._n_step, self._seed, check)
+                                                   self._n_step, self._draw_seed, check)
         rows, next_rows, returns, discount = stacks.stacked_windows(
             reward, terminated, truncated, starts, stack_size, self._n_step, self._gamma)
         if stack_size == 1:  # no stack axis

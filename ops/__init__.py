@@ -32,14 +32,15 @@ Prioritized replay (``ops.priority``) keeps a sum tree and a min tree over the s
 ring; reservoir sampling (``ops.reservoir``) fills the slots ``[0, count)`` with ``head``
 fixed at 0. Both cite this contract; their ``sample`` and ``insert`` are exported here as
 ``priority_sample`` and ``reservoir_insert``. Repeated indexes in one write are resolved by
-``ops.dedupe`` (the last occurrence wins), never left to the scatter's order.
+``ops.dedupe`` (the last occurrence wins), never left to the scatter's order. ``draws`` marks
+a function of yours that samples a buffer, so that two calls of it in one graph draw apart.
 A transition buffer (``ops.transition``) keeps a ring of time rows for several
 environments at once, and reads episodes out of it: its module docstring extends the
 contract with the episode structure, the validity rule of a start, frame stacks and n-step
 returns; ``ops.stacks`` reads those stacks and returns for the starts it draws.
 """
 from mindspore_rl_buffer.ops import dedupe, priority, reservoir, stacks, transition
-from mindspore_rl_buffer.ops._common import MAX_CAPACITY
+from mindspore_rl_buffer.ops._common import MAX_CAPACITY, draws
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 from mindspore_rl_buffer.ops.priority import (
     LEAF_CEILING,
@@ -104,6 +105,7 @@ __all__ = [
     "draw_global",
     "draw_slots",
     "draw_starts",
+    "draws",
     "empty_trees",
     "final_rows",
     "find_prefix",

@@ -31,7 +31,7 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops._common import ASSERT, STREAM_STRATA, arange, guarded, sort_ints, uniform_real
+from mindspore_rl_buffer.ops._common import ASSERT, STREAM_STRATA, arange, draws, guarded, sort_ints, uniform_real
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 
 # Priorities below this (and NaN, inside a graph) count as this.
@@ -196,6 +196,7 @@ def find_slots(sum_tree, targets, count, capacity):
     return ops.minimum(find_prefix(sum_tree, targets, capacity), count - 1)
 
 
+@draws
 def sample(sum_tree, min_tree, count, sample_size, beta, capacity, seed=None, check=True):
     """Draw ``sample_size`` slots with probability ``leaf / total``, stratified.
 

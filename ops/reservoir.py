@@ -19,6 +19,7 @@ from mindspore_rl_buffer.ops._common import (
     STREAM_SLOTS,
     arange,
     capacity_of,
+    draws,
     uniform_int,
     uniform_real,
     write_rows,
@@ -26,6 +27,7 @@ from mindspore_rl_buffer.ops._common import (
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 
 
+@draws
 def draw_slots(seen, batch_size, capacity, seed=None):
     """Where each item of a batch goes under algorithm R, drawn for the whole batch at once.
 
@@ -104,6 +106,7 @@ def plan_writes(slots, accepted, capacity=None):
     return rows, source, keep_old
 
 
+@draws
 def insert(columns, seen, batch, seed=None):
     """In place: offer a batch of items to the reservoir ``columns``, item by item under algorithm R.
 

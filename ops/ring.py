@@ -20,6 +20,7 @@ from mindspore_rl_buffer.ops._common import (
     STREAM_WINDOWS,
     arange,
     capacity_of,
+    draws,
     guarded,
     sort_ints,
     uniform_int,
@@ -166,6 +167,7 @@ def get_item(columns, head, count, index, check=True):
     return items
 
 
+@draws
 def sample_indices(head, count, sample_size, capacity, ordered=False, replace=True, seed=None,
                    check=True):
     """Draw ``sample_size`` items uniformly from the stored ones.
@@ -215,6 +217,7 @@ def sample_indices(head, count, sample_size, capacity, ordered=False, replace=Tr
     return physical, logical
 
 
+@draws
 def sample(columns, head, count, sample_size, ordered=False, replace=True, seed=None, check=True):
     """Draw ``sample_size`` items; see :func:`sample_indices` for the arguments.
 
@@ -237,6 +240,7 @@ def sample(columns, head, count, sample_size, ordered=False, replace=True, seed=
     return logical, tuple(ops.gather(column, physical, 0) for column in columns)
 
 
+@draws
 def sample_windows(head, count, sample_size, num_steps, capacity, seed=None, check=True):
     """Draw ``sample_size`` windows of ``num_steps`` consecutive logical rows.
 

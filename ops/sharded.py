@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops._common import STREAM_GLOBAL, arange, capacity_of, guarded, sort_ints, uniform_int
+from mindspore_rl_buffer.ops._common import STREAM_GLOBAL, arange, capacity_of, draws, guarded, sort_ints, uniform_int
 from mindspore_rl_buffer.ops.ring import logical_to_physical
 
 # How each column dtype travels, in 32-bit words, exactly. MindSpore 2.10's CPU AllGather
@@ -157,6 +157,7 @@ def locate(counts, index):
     return owner, index - ops.gather(starts, owner, 0)
 
 
+@draws
 def draw_global(counts, sample_size, ordered=False, seed=None, bound=None):
     """Draw ``sample_size`` global indexes uniformly over the union of the shards.
 
@@ -245,6 +246,7 @@ def combine_rows(values, owner, group):
     return tuple(combined)
 
 
+@draws
 def sample_global(columns, head, count, sample_size, rank, group, ordered=False, seed=None, check=True):
     """Draw ``sample_size`` items uniformly over the union of all shards; the same on every rank.
 

@@ -46,6 +46,7 @@ from mindspore import Tensor, ops
 from mindspore_rl_buffer.ops._common import (
     STREAM_SAMPLE,
     arange,
+    draws,
     guarded,
     offsets,
     uniform_int,
@@ -143,6 +144,7 @@ def _select(ranks, lower, draws):
     return ops.minimum(ops.searchsorted(ranks, target, out_int32=True), size - 1)
 
 
+@draws
 def draw_starts(ranks, head, count, sample_size, max_length, stack_size, n_step, seed=None, check=True):
     """Draw ``sample_size`` starts uniformly from the valid ones (with replacement), as flat rows.
 
@@ -181,6 +183,7 @@ def draw_starts(ranks, head, count, sample_size, max_length, stack_size, n_step,
     return flat, total
 
 
+@draws
 def sample_starts(ranks, head, count, sample_size, max_length, stack_size, n_step, seed=None, check=True):
     """:func:`draw_starts` as logical rows and environments.
 
