@@ -33,7 +33,7 @@ from mindspore_rl_buffer.apps.dqn.collectors import (
 from mindspore_rl_buffer.apps.dqn.config import COLUMN_SHAPES, COLUMN_TYPES, check_config, setting
 from mindspore_rl_buffer.apps.dqn.evaluation import EvalLoop, EvalStep, evaluate_gymnasium, evaluate_mindspore
 from mindspore_rl_buffer.apps.dqn.fused import TrainLoop
-from mindspore_rl_buffer.apps.dqn.learner import DQNLoss, LearnStep, Update
+from mindspore_rl_buffer.apps.dqn.learner import DQNLoss, LearnStep, Update, learn_calls
 from mindspore_rl_buffer.apps.dqn.networks import QNetwork, copy_weights
 from mindspore_rl_buffer.apps.dqn.numpy_buffer import NumpyReplayBuffer
 from mindspore_rl_buffer.apps.dqn.optimizer import Adam
@@ -57,11 +57,12 @@ class DQNAgent:
     policy: EpsilonGreedy
     update: Update
     buffer: ReplayBuffer | ShardedReplayBuffer | TransitionReplayBuffer | NumpyReplayBuffer
-    learn: Callable[[], Tensor]  # the learn steps after one collect step; returns their loss sum
+    learn: Callable[[], Tensor]  # one sample and its learn steps; returns their loss sum
     collector: Collector
     evaluate: Callable[[], np.ndarray]
     train_loop: TrainLoop | None = None
     eval_loop: EvalLoop | None = None
+    learn_calls: int = 1  # calls of ``learn`` after each collect step
 
 
 def ranks(buffer: Any) -> tuple[int, int]:
@@ -135,15 +136,14 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
     policy = EpsilonGreedy(q_net, get("policy", "epsilon_start"), get("policy", "epsilon_end"),
                            get("policy", "epsilon_decay_steps"))
 
-    learn_steps = get("trainer", "learn_steps_per_collect")
+    steps_per_call, calls = learn_calls(buffer, get("trainer", "learn_steps_per_collect"))
     if buffer is not None:
-        learn = LearnStep(buffer, update, learn_steps)
+        learn = LearnStep(buffer, update, steps_per_call)
     else:
         buffer = NumpyReplayBuffer(entry.sample_size, entry.capacity, COLUMN_SHAPES, COLUMN_TYPES, seed=seed)
 
         def learn() -> Tensor:
-            losses = [update(*(Tensor(column) for column in buffer.sample())) for _ in range(learn_steps)]
-            return sum(losses[1:], losses[0])
+            return update(*(Tensor(column) for column in buffer.sample()))
 
     if env_kind == "gymnasium":
         collector: Collector = GymCollector(policy, gym_envs[:num_envs], buffer)
@@ -152,7 +152,7 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
         def evaluate() -> np.ndarray:
             return evaluate_gymnasium(greedy, gym_envs[num_envs:])
 
-        return DQNAgent(q_net, target_net, policy, update, buffer, learn, collector, evaluate)
+        return DQNAgent(q_net, target_net, policy, update, buffer, learn, collector, evaluate, learn_calls=calls)
 
     autoreset_mode = "next_step" if entry.transitions else "same_step"
     act = ActStep(policy, CartPole(num_envs, max_episode_steps, seed=None if world_size == 1 else 1000 + rank,
@@ -164,8 +164,8 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
 
     if buffer_kind == "numpy":
         return DQNAgent(q_net, target_net, policy, update, buffer, learn, DeviceEnvHostBufferCollector(act, buffer),
-                        evaluate)
+                        evaluate, learn_calls=calls)
     collector = DeviceCollector(act, buffer)
     return DQNAgent(q_net, target_net, policy, update, buffer, learn, collector, evaluate,
-                    train_loop=TrainLoop(collector.step, learn),
-                    eval_loop=EvalLoop(q_net, CartPole(eval_episodes, max_episode_steps)))
+                    train_loop=TrainLoop(collector.step, learn, calls),
+                    eval_loop=EvalLoop(q_net, CartPole(eval_episodes, max_episode_steps)), learn_calls=calls)

@@ -13,10 +13,12 @@ and ``Scan`` document such side effects as unsupported), and the buffer's insert
 behave inside it; ``tests/apps/dqn/test_fused.py`` checks the loop against the host loop's
 bookkeeping and the transitions it stores against gymnasium.
 
-The learn steps of one iteration are one :class:`~.learner.LearnStep` call, in a branch
-taken when the launch learns. (Until 2026-11-26 they ran in an inner ``while`` loop over a
-graph input; one sample of a ``TransitionReplayBuffer`` for all the steps of an iteration
-needs them in one Cell, and measured 10% more environment steps/s with ``configs/dqn_nstep.py``.)
+The learn steps of one iteration run in an inner ``while`` loop over a graph input, one
+:class:`~.learner.LearnStep` call per sample: one call of all the steps for a
+``TransitionReplayBuffer`` (one sample, 1.16x the environment steps/s of one call per step
+with ``configs/dqn_nstep.py``), one call per step for the other buffers. Measured on this
+project's CPU, Python ``for`` unrolling of the steps (one copy of the learn graph per step)
+made each step slower: 0.95x with ``configs/dqn.py`` on 2026-11-26.
 """
 from __future__ import annotations
 
@@ -28,40 +30,44 @@ from mindspore_rl_buffer.apps.dqn.learner import LearnStep
 
 
 class TrainLoop(nn.Cell):
-    """``iterations`` collect steps, each followed by its learn steps if ``learn``: one graph.
+    """``iterations`` collect steps, each followed by ``learn_calls`` calls of the learn step: one graph.
 
-    ``learn`` is a graph input, so one compiled graph serves every launch, the warm-up before
-    ``learning_starts`` (``learn = 0``) included: a second graph for the warm-up cost about
-    1 s of compilation per run on this project's CPU.
+    Both counts are graph inputs, so one compiled graph serves every launch, the warm-up
+    before ``learning_starts`` (``learn_calls = 0``) included: a second graph for the warm-up
+    cost about 1 s of compilation per run on this project's CPU.
 
     Args:
         collect (CollectStep): One step of every environment, inserted into the buffer.
-        learn (LearnStep): The learn steps that follow a collect step, from batches sampled
-            inside the graph.
+        learn (LearnStep): One sample and its updates, inside the graph.
+        learn_calls_per_collect (int): The calls of a learning launch, for
+            :class:`~.loops.FusedLoop` to pass as ``learn_calls``.
 
     Inputs:
         - **iterations** (Tensor) - int32 scalar: collect steps to run.
-        - **learn** (Tensor) - int32 scalar: 1 runs ``learn`` after each collect step; 0 only collects.
+        - **learn_calls** (Tensor) - int32 scalar: learn-step calls after each collect step; 0 only collects.
 
     Outputs:
-        Tensor, float32 scalar: the sum of the losses of the learn steps run.
+        Tensor, float32 scalar: the sum of the losses of the updates run.
 
     Supported Platforms:
         ``GPU`` ``CPU``
     """
 
-    def __init__(self, collect: CollectStep, learn: LearnStep) -> None:
+    def __init__(self, collect: CollectStep, learn: LearnStep, learn_calls_per_collect: int) -> None:
         super().__init__()
         self.collect = collect
         self.learn = learn
+        self.learn_calls_per_collect = int(learn_calls_per_collect)
 
-    def construct(self, iterations, learn):
+    def construct(self, iterations, learn_calls):
         done = Tensor(0, ms.int32)
         loss_sum = Tensor(0.0, ms.float32)
         while done < iterations:
             # The transitions are used (depended on), so no output of the collect step is dropped.
             loss_sum = ops.depend(loss_sum, self.collect())
-            if learn > 0:
+            called = Tensor(0, ms.int32)
+            while called < learn_calls:
                 loss_sum = loss_sum + self.learn()
+                called = called + 1
             done = done + 1
         return loss_sum

@@ -122,24 +122,28 @@ class Update(nn.Cell):
 
 
 class LearnStep(nn.Cell):
-    """``steps`` learn steps, each an :class:`Update` on a batch sampled inside the same graph.
+    """One sample inside the graph, and ``steps`` :class:`Update` s on it.
 
-    A :class:`~mindspore_rl_buffer.TransitionReplayBuffer` is sampled once for all of them
-    (``sample(steps * sample_size)``, split into ``steps`` batches): the same draws as
-    ``steps`` samples of ``sample_size`` (uniform, with replacement, from a buffer that does
-    not change between them), at the cost of one. Its sample ``(observation, action, n-step
-    return, next_observation, discount)`` has scalar columns of shape ``(b,)``; they are given
-    a trailing axis, so :class:`Update` sees the five-column layout (its :class:`DQNLoss` must
-    be built with ``discounted=True``). Other buffers take no batch size and are sampled once
-    per step.
+    Only a :class:`~mindspore_rl_buffer.TransitionReplayBuffer` takes a batch size: it is
+    sampled once for several steps (``sample(steps * sample_size)``, split into ``steps``
+    batches), the same draws as ``steps`` samples of ``sample_size`` (uniform, with
+    replacement, from a buffer that does not change between them) at the cost of one. Its
+    sample ``(observation, action, n-step return, next_observation, discount)`` has scalar
+    columns of shape ``(b,)``; they are given a trailing axis, so :class:`Update` sees the
+    five-column layout (its :class:`DQNLoss` must be built with ``discounted=True``). Other
+    buffers take ``steps=1``: a collect step's learn steps are then that many calls.
 
     Args:
         buffer (Union[ReplayBuffer, ShardedReplayBuffer, TransitionReplayBuffer]): Sampled inside the graph.
         update (Update): Learns from each batch.
-        steps (int): Learn steps per call. Default: ``1``.
+        steps (int): Updates per call, from one sample. Default: ``1``.
 
     Outputs:
-        Tensor, float32 scalar: the sum of the steps' losses.
+        Tensor, float32 scalar: the sum of the updates' losses.
+
+    Raises:
+        ValueError: If ``steps`` is not an int >= 1, or is more than 1 for a buffer other than
+            a TransitionReplayBuffer.
     """
 
     def __init__(self, buffer: ReplayBuffer | ShardedReplayBuffer | TransitionReplayBuffer, update: Update,
@@ -147,24 +151,18 @@ class LearnStep(nn.Cell):
         super().__init__()
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"For 'LearnStep', 'steps' must be an int >= 1, but got {steps!r}.")
+        self.transitions = isinstance(buffer, TransitionReplayBuffer)
+        if steps > 1 and not self.transitions:
+            raise ValueError(f"For 'LearnStep', 'steps' must be 1 for a {type(buffer).__name__}, which samples "
+                             f"its own sample_size: call the learn step once per update, but got {steps}.")
         self.buffer = buffer
         self.update = update
         self.steps = steps
-        self.transitions = isinstance(buffer, TransitionReplayBuffer)
         self.sample_size = buffer.sample_size
 
     def construct(self):
-        if self.transitions:
-            return self._learn_from_one_sample()
-        loss = self._learn_step()
-        for _ in range(self.steps - 1):
-            loss = loss + self._learn_step()
-        return loss
-
-    def _learn_step(self):
-        return self.update(*self.buffer.sample())
-
-    def _learn_from_one_sample(self):
+        if not self.transitions:
+            return self.update(*self.buffer.sample())
         columns = self.buffer.sample(self.steps * self.sample_size)
         if self.steps > 1:  # (steps * b, ...) -> steps batches of (b, ...), one unstack per column
             columns = [ops.unstack(column.reshape((self.steps, self.sample_size, *column.shape[1:])), axis=0)
@@ -179,3 +177,11 @@ class LearnStep(nn.Cell):
             loss = loss + self.update(state, action.expand_dims(1), reward.expand_dims(1), next_state,
                                       discount.expand_dims(1))
         return loss
+
+
+def learn_calls(buffer: object, learn_steps_per_collect: int) -> tuple[int, int]:
+    """``(steps per LearnStep call, calls per collect step)`` for ``learn_steps_per_collect`` updates:
+    one call of all of them for a TransitionReplayBuffer (one sample), else one call per update."""
+    if isinstance(buffer, TransitionReplayBuffer):
+        return learn_steps_per_collect, 1
+    return 1, learn_steps_per_collect

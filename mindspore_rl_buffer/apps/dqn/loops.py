@@ -6,9 +6,9 @@ loop                 what one chunk of ``n`` iterations costs
 :class:`FusedLoop`   one launch of :class:`~.fused.TrainLoop` (``n`` collect steps, each followed by its
                      learn steps, in one graph); an evaluation is one launch of
                      :class:`~.evaluation.EvalLoop`. The default.
-:class:`HostLoop`    ``n`` launches of the collect graph and ``n`` of the learn graph (a collect step's
-                     learn steps) from a Python loop; an evaluation launches one graph per environment
-                     step.
+:class:`HostLoop`    ``n`` launches of the collect graph and ``n * learn_steps_per_collect`` of the learn
+                     graph (``n`` for a TransitionReplayBuffer, sampled once per collect step) from a
+                     Python loop; an evaluation launches one graph per environment step.
                      The loop before the fused one, kept for comparison; the only one for the numpy
                      buffer and the gymnasium environments, which live on the host.
 ===================  =================================================================================
@@ -40,11 +40,12 @@ class Loop(Protocol):
 
 
 class HostLoop:
-    """One launch per collect step, per collect step's learn steps and per evaluation step.
+    """One launch per collect step, per sample and its learn steps, and per evaluation step.
 
     Args:
-        agent (DQNAgent): The agent's collector, learn callable (a collect step's learn steps)
-            and evaluator are used.
+        agent (DQNAgent): The agent's collector, learn callable (``agent.learn_calls`` calls
+            after each collect step: one per learn step, or one in all for a
+            TransitionReplayBuffer) and evaluator are used.
     """
 
     def __init__(self, agent: Any) -> None:
@@ -52,10 +53,10 @@ class HostLoop:
 
     def run(self, iterations: int, learn: bool) -> float:
         losses = []
+        calls = self.agent.learn_calls if learn else 0
         for _ in range(iterations):
             self.agent.collector.collect()
-            if learn:
-                losses.append(self.agent.learn())
+            losses += [self.agent.learn() for _ in range(calls)]
         return float(sum(loss.asnumpy() for loss in losses))
 
     def evaluate(self) -> np.ndarray:
@@ -76,7 +77,8 @@ class FusedLoop:
         self.agent = agent
 
     def run(self, iterations: int, learn: bool) -> float:
-        return float(self.agent.train_loop(Tensor(iterations, ms.int32), Tensor(int(learn), ms.int32)).asnumpy())
+        calls = self.agent.learn_calls if learn else 0
+        return float(self.agent.train_loop(Tensor(iterations, ms.int32), Tensor(calls, ms.int32)).asnumpy())
 
     def evaluate(self) -> np.ndarray:
         return self.agent.eval_loop().asnumpy()

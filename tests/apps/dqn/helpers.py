@@ -1,5 +1,5 @@
 """What the DQN app's tests share: the shipped config, a shrunk copy of it for short runs, gymnasium's
-steps from given states, and a buffer's contents."""
+steps from given states, a buffer's contents, and a stand-in for ``Update`` that records its batches."""
 from __future__ import annotations
 
 import copy
@@ -9,6 +9,7 @@ from typing import Any
 import gymnasium
 import mindspore as ms
 import numpy as np
+from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
 
 from mindspore_rl_buffer import ReplayBuffer, load_config
 
@@ -47,3 +48,22 @@ def stored(buffer: ReplayBuffer) -> list[np.ndarray]:
     """Every stored item, oldest first, per column."""
     size = int(buffer.size().asnumpy())
     return [column.asnumpy() for column in buffer.get_item(ms.Tensor(np.arange(size, dtype=np.int32)))]
+
+
+class RecordingUpdate(nn.Cell):
+    """Stands in for ``Update``: keeps the batch of each call (``steps`` of them) and returns its reward sum."""
+
+    def __init__(self, steps: int, batch: int) -> None:
+        super().__init__()
+        self.calls = Parameter(Tensor(0, ms.int32), name="calls", requires_grad=False)
+        self.batches = ParameterTuple(Parameter(Tensor(np.zeros((steps, batch, *shape), np.float32)), name=name,
+                                                requires_grad=False)
+                                      for name, shape in (("observation", (4,)), ("action", (1,)), ("reward", (1,)),
+                                                          ("next_observation", (4,)), ("discount", (1,))))
+
+    def construct(self, observation, action, reward, next_observation, discount):
+        call = self.calls.reshape((1,))
+        for stored, column in zip(self.batches, (observation, action, reward, next_observation, discount)):
+            ops.scatter_update(stored, call, column.astype(ms.float32).expand_dims(0))
+        ops.assign(self.calls, self.calls + 1)
+        return reward.sum()

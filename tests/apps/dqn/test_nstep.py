@@ -8,13 +8,13 @@ import copy
 import mindspore as ms
 import numpy as np
 import pytest
-from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
+from mindspore import Tensor
 
 from mindspore_rl_buffer import TransitionReplayBuffer, load_config
 from mindspore_rl_buffer.apps.dqn import build_agent, check_config, cli, train
 from mindspore_rl_buffer.apps.dqn.cartpole import RESET_BOUND
 from mindspore_rl_buffer.apps.dqn.learner import LearnStep
-from tests.apps.dqn.helpers import ROOT, gym_reference
+from tests.apps.dqn.helpers import ROOT, RecordingUpdate, gym_reference
 
 NSTEP_CONFIG = ROOT / "configs" / "dqn_nstep.py"
 NUM_ENVS = 4
@@ -157,34 +157,16 @@ def test_the_collect_graph_inserts_next_step_autoreset_rows():
     assert (got[4] == 0).any() and np.isclose(got[4], GAMMA ** 3).any()  # terminations within a window, and none
 
 
-class _RecordingUpdate(nn.Cell):
-    """Stands in for ``Update``: keeps the batch of each call (``steps`` of them) and returns its reward sum."""
-
-    def __init__(self, steps: int, batch: int) -> None:
-        super().__init__()
-        self.calls = Parameter(Tensor(0, ms.int32), name="calls", requires_grad=False)
-        self.batches = ParameterTuple(Parameter(Tensor(np.zeros((steps, batch, *shape), np.float32)), name=name,
-                                                requires_grad=False)
-                                      for name, shape in (("observation", (4,)), ("action", (1,)), ("reward", (1,)),
-                                                          ("next_observation", (4,)), ("discount", (1,))))
-
-    def construct(self, observation, action, reward, next_observation, discount):
-        call = self.calls.reshape((1,))
-        for stored, column in zip(self.batches, (observation, action, reward, next_observation, discount)):
-            ops.scatter_update(stored, call, column.astype(ms.float32).expand_dims(0))
-        ops.assign(self.calls, self.calls + 1)
-        return reward.sum()
-
-
 def test_the_learn_steps_of_a_collect_step_split_one_sample_into_whole_transitions():
     """``LearnStep(steps=3)`` on the transition buffer: 3 batches of ``sample_size``, each of valid n-step
     transitions as the definitions give them, in the layout ``Update`` takes; the loss is their sum."""
     agent = build_agent(nstep_config(), seed=2)
+    assert (agent.learn.steps, agent.learn_calls) == (4, 1)  # a collect step's 4 updates from one sample
     rows = _record(agent, 40)
     final = np.zeros(rows[3].shape, bool)
     final[1:] = (rows[3] | rows[4])[:-1].astype(bool)
     batch = agent.buffer.sample_size
-    recorder = _RecordingUpdate(3, batch)
+    recorder = RecordingUpdate(3, batch)
     loss = float(LearnStep(agent.buffer, recorder, steps=3)().asnumpy())
     assert int(recorder.calls.asnumpy()) == 3
     observation, action, reward, next_observation, discount = (x.asnumpy() for x in recorder.batches)
