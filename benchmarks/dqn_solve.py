@@ -4,15 +4,16 @@ Three measurements, each interleaved so both loops see the same machine load:
 
 * **throughput**: environment steps/s of training (collect and learn steps, no evaluation) for
   the host loop and the fused loop on the same config, in alternating rounds, at today's
-  learn ratio (4 learn steps per collect of 8 environments) and at the shipped config's;
+  learn ratio (4 learn steps per collect of 8 environments), at ``configs/dqn.py``'s and with
+  the default, ``configs/dqn_nstep.py``;
 * **evaluation**: one evaluation of 100 greedy 500-step episodes, the host loop's evaluator
   (one launch per environment step) against the fused loop's (one launch), alternating;
 * **held solve**: for every seed, ``train`` until a held solve (the mean return of 100 greedy
   episodes >= 475 at 3 consecutive evaluations, 2,500 environment steps apart) with today's
   default (host loop, 4 learn steps per collect, batch 64, target sync every 100 learn steps, learning rate 1e-3),
-  then the shipped config on the host loop and on the fused loop, then ``configs/dqn_nstep.py``
-  (the same settings, a TransitionReplayBuffer with 3-step returns) on the fused loop, one
-  after the other.
+  then ``configs/dqn.py`` (one-step transitions) on the host loop and on the fused loop, then
+  ``configs/dqn_nstep.py`` (the same settings, a TransitionReplayBuffer with 3-step returns;
+  what ``mindspore-rl-buffer train`` runs by default) on the fused loop, one after the other.
 
 It prints Markdown tables and writes ``results.json`` and ``held_solve.png`` (every seed's
 evaluations, the held ones filled in) to ``--out`` (default ``benchmarks/results/dqn``).
@@ -45,7 +46,8 @@ ROOT = Path(__file__).resolve().parents[1]
 ANCHOR = 4200  # Flashbax's host-loop DQN example on CartPole, environment steps/s on CPU
 TODAY = {"learn_steps_per_collect": 4, "sample_size": 64, "target_sync_period": 100, "learning_rate": 1e-3}
 BASELINE = "today's default, host loop"
-NSTEP = "configs/dqn_nstep.py (n_step=3), fused loop"
+ONE_STEP = "configs/dqn.py (one-step)"
+DEFAULT = "configs/dqn_nstep.py (n_step=3, the default), fused loop"
 
 
 def with_settings(config: dict[str, Any], learn_steps_per_collect: int, sample_size: int,
@@ -222,7 +224,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     shipped = load_config(ROOT / "configs" / "dqn.py")
     today = with_settings(shipped, **TODAY)
-    nstep = load_config(ROOT / "configs" / "dqn_nstep.py")
+    nstep = load_config(ROOT / "configs" / "dqn_nstep.py")  # what `train` runs without --config
     if args.smoke:
         for config in (shipped, today, nstep):
             config["trainer"].update(learning_starts=64, eval_starts=0, eval_interval=64, eval_episodes=4)
@@ -235,14 +237,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "settings": {"today": settings_of(today), "shipped": settings_of(shipped)}}
     results["throughput"] = {
         f"today's ratio ({TODAY['learn_steps_per_collect']} learn steps per collect)": throughput(today, *sizes),
-        f"shipped ratio ({shipped['trainer']['learn_steps_per_collect']} per collect)": throughput(shipped, *sizes)}
+        f"shipped ratio ({shipped['trainer']['learn_steps_per_collect']} per collect)": throughput(shipped, *sizes),
+        "the default, configs/dqn_nstep.py": throughput(nstep, *sizes)}
     results["evaluation"] = evaluation(4 if args.smoke else 100, 2 if args.smoke else 8)
     results["runs"] = []
     for seed in args.seeds:  # the variants one after the other for each seed: the same machine state
         for variant, config, loop in ((BASELINE, today, "host"),
-                                      ("shipped config, host loop", shipped, "host"),
-                                      ("shipped config, fused loop", shipped, "fused"),
-                                      (NSTEP, nstep, "fused")):
+                                      (f"{ONE_STEP}, host loop", shipped, "host"),
+                                      (f"{ONE_STEP}, fused loop", shipped, "fused"),
+                                      (DEFAULT, nstep, "fused")):
             record_run(results, {**held_solve(config, seed, loop, args.max_steps), "variant": variant},
                        out / "results.json")
     runs = results["runs"]

@@ -7,16 +7,26 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-DEFAULT_CONFIG = "configs/dqn.py"
+# The fastest held solve measured (README, "The main job"): 3-step returns from a
+# TransitionReplayBuffer, which only the device buffer and the MindSpore CartPoles can feed.
+DEFAULT_CONFIG = "configs/dqn_nstep.py"
+# One-step transitions in MindSpore Reinforcement's five-column layout: the host variants' default.
+ONE_STEP_CONFIG = "configs/dqn.py"
+
+
+def default_config(buffer: str, env: str) -> str:
+    """The config ``train`` runs without ``--config``: :data:`DEFAULT_CONFIG`, or
+    :data:`ONE_STEP_CONFIG` for the host buffer or the gymnasium environments."""
+    return DEFAULT_CONFIG if (buffer, env) == ("device", "mindspore") else ONE_STEP_CONFIG
 
 
 def _resolve_config(path: str) -> Path:
-    """The config at ``path``; the default falls back to the copy installed with the package."""
+    """The config at ``path``; a default falls back to the copy installed with the package."""
     candidate = Path(path)
-    if not candidate.is_file() and path == DEFAULT_CONFIG:
+    if not candidate.is_file() and path in (DEFAULT_CONFIG, ONE_STEP_CONFIG):
         from importlib import resources
 
-        installed = Path(str(resources.files("mindspore_rl_buffer.configs").joinpath("dqn.py")))
+        installed = Path(str(resources.files("mindspore_rl_buffer.configs").joinpath(Path(path).name)))
         if installed.is_file():
             return installed
     return candidate
@@ -38,8 +48,10 @@ def _parser() -> argparse.ArgumentParser:
                                      description="Replay buffers compiled into MindSpore graphs.")
     commands = parser.add_subparsers(dest="command", required=True)
     train = commands.add_parser("train", help="train DQN on CartPole until a held solve or out of steps")
-    train.add_argument("--config", default=DEFAULT_CONFIG,
-                       help="algorithm config file, .py, .yaml or .json (default: %(default)s)")
+    train.add_argument("--config", default=None,
+                       help=f"algorithm config file, .py, .yaml or .json (default: {DEFAULT_CONFIG}, DQN with "
+                            f"3-step returns; {ONE_STEP_CONFIG}, one-step transitions, with --buffer numpy or "
+                            f"--env gymnasium)")
     train.add_argument("--out", default="runs/dqn",
                        help="output folder; one that holds an earlier run is refused (default: %(default)s)")
     train.add_argument("--overwrite", action="store_true", help="replace an earlier run in the output folder")
@@ -72,9 +84,10 @@ def _train(args: argparse.Namespace) -> int:
     from mindspore_rl_buffer.apps.dqn.config import check_config, setting
     from mindspore_rl_buffer.apps.dqn.extras import MissingExtraError
 
-    config_path = _resolve_config(args.config)
+    name = args.config if args.config is not None else default_config(args.buffer, args.env)
+    config_path = _resolve_config(name)
     if not config_path.is_file():
-        print(f"error: config file {args.config!r} not found; run from the repository root or pass "
+        print(f"error: config file {name!r} not found; run from the repository root or pass "
               "--config PATH", file=sys.stderr)
         return 2
     if args.env == "gymnasium":

@@ -11,7 +11,8 @@ import pytest
 from mindspore_rl_buffer import ReplayBuffer, create_buffer, load_config
 from mindspore_rl_buffer.apps import dqn
 from mindspore_rl_buffer.apps.dqn import cartpole, cli
-from tests.apps.dqn.helpers import CONFIG, gym_reference, small_config, stored
+from mindspore_rl_buffer.apps.dqn.learner import LearnStep
+from tests.apps.dqn.helpers import CONFIG, ROOT, gym_reference, small_config, stored
 
 ATOL = 1e-5  # float32 dynamics against gymnasium's float64 (see test_cartpole.py)
 
@@ -99,7 +100,7 @@ def test_collect_graph_stores_the_transitions_the_environment_produced():
 
 @pytest.mark.parametrize("buffer_kind", ["device", "numpy"])
 def test_learn_graph_syncs_the_target_network_every_period(buffer_kind):
-    config = small_config(learn_steps_per_collect=1)  # agent.learn() runs one collect step's learn steps
+    config = small_config()
     config["learner"]["target_sync_period"] = 5
     agent = dqn.build_agent(config, buffer_kind=buffer_kind, seed=0)
     for _ in range(30):
@@ -171,14 +172,33 @@ def test_cli_missing_config_is_a_clear_error(tmp_path, capsys):
     assert "not found" in capsys.readouterr().err
 
 
-def test_cli_default_config_falls_back_to_the_installed_copy(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)  # no configs/dqn.py here: the copy in mindspore_rl_buffer.configs is used
-    assert cli.main(["train", "--max-steps", "8", "--no-progress", "--out", str(tmp_path / "run")]) == 0
+@pytest.mark.parametrize(("flags", "config"), [([], "dqn_nstep.py"), (["--buffer", "numpy"], "dqn.py"),
+                                               (["--env", "gymnasium"], "dqn.py")], ids=["device", "numpy", "gym"])
+def test_cli_default_config_falls_back_to_the_installed_copy(tmp_path, monkeypatch, capsys, flags, config):
+    # Without --config: the n-step config (the fastest held solve), or the one-step one for the
+    # host variants, which cannot run it; from a folder without configs/, the installed copies.
+    monkeypatch.chdir(tmp_path)
+    assert cli.default_config(*(["numpy", "mindspore"] if "numpy" in flags else
+                                ["device", "gymnasium"] if "gymnasium" in flags else ["device", "mindspore"])) \
+        == f"configs/{config}"
+    built = []
+    monkeypatch.setattr(dqn.trainer, "build_agent", lambda config, *a, **k: built.append(config) or
+                        dqn.agent.build_agent(config, *a, **k))
+    assert cli.main(["train", "--max-steps", "8", "--no-progress", "--out", str(tmp_path / "run"), *flags]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("final evaluation return: ")
     assert (tmp_path / "run" / "dqn_cartpole.ckpt").is_file()
+    assert built[0] == load_config(ROOT / "configs" / config)
 
 
 def test_python_dash_m_entry_point():
     done = subprocess.run([sys.executable, "-m", "mindspore_rl_buffer", "train", "--help"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and "--buffer {device,numpy}" in done.stdout
+
+
+def test_a_learn_step_takes_several_updates_only_from_a_buffer_that_takes_a_batch_size():
+    agent = dqn.build_agent(small_config(), seed=0)
+    assert (agent.learn.steps, agent.learn_calls) == (1, 4)  # one sample per update: four calls
+    with pytest.raises(ValueError, match=r"'steps' must be 1 for a ReplayBuffer, which samples its own "
+                                         r"sample_size: call the learn step once per update, but got 2\."):
+        LearnStep(agent.buffer, agent.update, steps=2)
