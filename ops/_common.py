@@ -164,7 +164,6 @@ def uniform_real(shape, seed=None, stream=STREAM_KEYS):
     return ops.UniformReal(seed=seed, seed2=seed2)(shape)
 
 
-
 @ops.constexpr
 def arange(n):
     """``[0, n)`` as an int32 constant of the graph."""

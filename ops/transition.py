@@ -278,10 +278,10 @@ def insert_steps(frames, ranks, head, count, last_ended, finals, observation, te
         flat, values, observation = flat[skip:], values[skip:], observation[skip:]
     write_rows(frames, flat, observation)
     ops.scatter_update(ranks, flat, values)
-    # The newest row's flags, and the final rows counted through it: what final_rows and the
-    # ranks computed already (the same expression as final_rows', merged by the compiler).
+    # The newest row's flags, and the final rows counted through it: the last of the ranks'
+    # running count ``written``, not a second sum.
     ended = ops.logical_or(terminated != 0, truncated != 0)
     if steps > 1:
         ended = ops.gather(ended, offsets(steps - 1, steps), 0)
-    return ended.reshape((num_envs,)).astype(ms.int32), ops.gather(written, offsets(written.shape[0] - 1,
-                                                                                    written.shape[0]), 0).reshape(())
+    total = written.shape[0]
+    return ended.reshape((num_envs,)).astype(ms.int32), ops.gather(written, offsets(total - 1, total), 0).reshape(())

@@ -363,22 +363,23 @@ def _prioritized_items(buffer):
     return buffer.sample(0.4)[2]
 
 
-def _two_draw_cases():
-    """``{kind: (buffer, draw)}``: buffers holding 1,000 items (item ``i`` holds ``i``), seeded."""
+def _seeded_with_items(kind):
+    """``(buffer, draw)``: a buffer of ``kind`` seeded 5 holding 1,000 items (item ``i`` holds ``i``)."""
     items = np.arange(1000, dtype=np.float32)
-    ring = ReplayBuffer(8, 1000, [(1,)], [ms.float32], seed=5)
-    ring.insert([items[:, None]])
-    sharded = ShardedReplayBuffer(8, 1000, [(1,)], [ms.float32], seed=5)
-    sharded.insert([items[:, None]])
-    prioritized = PriorityReplayBuffer(0.6, 1000, 8, [(1,)], [ms.float32], seed=5)
-    prioritized.insert([items[:, None]])
-    steps = TransitionReplayBuffer(8, 1000, [(1,), (), (), (), ()],
-                                   [ms.float32, ms.int32, ms.float32, ms.uint8, ms.uint8], seed=5)
-    zeros = np.zeros((1000, 1), np.uint8)
-    steps.insert([Tensor(items[:, None, None]), Tensor(zeros.astype(np.int32)), Tensor(zeros.astype(np.float32)),
-                  Tensor(zeros), Tensor(zeros)])
-    return {"ReplayBuffer": (ring, _first_column), "ShardedReplayBuffer": (sharded, _first_column),
-            "PriorityReplayBuffer": (prioritized, _prioritized_items), "TransitionReplayBuffer": (steps, _first_column)}
+    if kind == "TransitionReplayBuffer":
+        steps = TransitionReplayBuffer(8, 1000, [(1,), (), (), (), ()],
+                                       [ms.float32, ms.int32, ms.float32, ms.uint8, ms.uint8], seed=5)
+        zeros = np.zeros((1000, 1), np.uint8)
+        steps.insert([Tensor(items[:, None, None]), Tensor(zeros.astype(np.int32)),
+                      Tensor(zeros.astype(np.float32)), Tensor(zeros), Tensor(zeros)])
+        return steps, _first_column
+    if kind == "PriorityReplayBuffer":
+        buffer, draw = PriorityReplayBuffer(0.6, 1000, 8, [(1,)], [ms.float32], seed=5), _prioritized_items
+    else:
+        buffer, draw = {"ReplayBuffer": ReplayBuffer, "ShardedReplayBuffer": ShardedReplayBuffer}[kind](
+            8, 1000, [(1,)], [ms.float32], seed=5), _first_column
+    buffer.insert([items[:, None]])
+    return buffer, draw
 
 
 class _TwoDraws(ms.nn.Cell):
@@ -396,10 +397,10 @@ class _TwoDraws(ms.nn.Cell):
 def test_two_samples_in_one_graph_draw_apart_and_reproducibly(kind):
     # A seeded buffer's operators are seeded (seed, stream + 64 k), k numbering its operators as
     # they are compiled; unmarked, one graph's two samples compiled one body and drew the same items.
-    buffer, draw = _two_draw_cases()[kind]
+    buffer, draw = _seeded_with_items(kind)
     first, second = (x.asnumpy() for x in _TwoDraws(buffer, draws(draw))())
     assert not np.array_equal(first, second)
-    twin, draw = _two_draw_cases()[kind]  # built the same, compiled the same: the same draws
+    twin, draw = _seeded_with_items(kind)  # built the same, compiled the same: the same draws
     again = [x.asnumpy() for x in _TwoDraws(twin, draws(draw))()]
     np.testing.assert_array_equal(again[0], first)
     np.testing.assert_array_equal(again[1], second)

@@ -167,5 +167,5 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
                         evaluate, learn_calls=calls)
     collector = DeviceCollector(act, buffer)
     return DQNAgent(q_net, target_net, policy, update, buffer, learn, collector, evaluate,
-                    train_loop=TrainLoop(collector.step, learn, calls),
+                    train_loop=TrainLoop(collector.step, learn),
                     eval_loop=EvalLoop(q_net, CartPole(eval_episodes, max_episode_steps)), learn_calls=calls)

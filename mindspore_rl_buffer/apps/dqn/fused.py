@@ -39,12 +39,11 @@ class TrainLoop(nn.Cell):
     Args:
         collect (CollectStep): One step of every environment, inserted into the buffer.
         learn (LearnStep): One sample and its updates, inside the graph.
-        learn_calls_per_collect (int): The calls of a learning launch, for
-            :class:`~.loops.FusedLoop` to pass as ``learn_calls``.
 
     Inputs:
         - **iterations** (Tensor) - int32 scalar: collect steps to run.
-        - **learn_calls** (Tensor) - int32 scalar: learn-step calls after each collect step; 0 only collects.
+        - **learn_calls** (Tensor) - int32 scalar: learn-step calls after each collect step
+          (:class:`~.loops.FusedLoop` passes the agent's ``learn_calls``); 0 only collects.
 
     Outputs:
         Tensor, float32 scalar: the sum of the losses of the updates run.
@@ -53,11 +52,10 @@ class TrainLoop(nn.Cell):
         ``GPU`` ``CPU``
     """
 
-    def __init__(self, collect: CollectStep, learn: LearnStep, learn_calls_per_collect: int) -> None:
+    def __init__(self, collect: CollectStep, learn: LearnStep) -> None:
         super().__init__()
         self.collect = collect
         self.learn = learn
-        self.learn_calls_per_collect = int(learn_calls_per_collect)
 
     def construct(self, iterations, learn_calls):
         done = Tensor(0, ms.int32)
