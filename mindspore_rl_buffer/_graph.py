@@ -58,9 +58,23 @@ def in_graph():
     """True while MindSpore compiles the caller into a graph, False when Python runs it.
 
     A compile-time constant, so only one branch of a test on it reaches the graph. Used by
-    :func:`buffer_method` only.
+    :func:`buffer_method` and :func:`plain_in_graph` only.
     """
     return _is_none(_marker)
+
+
+def plain_in_graph(record_type: Callable[..., Any], *fields: Any) -> Any:
+    """``record_type(*fields)`` (a namedtuple) on the host; inside a graph the plain tuple ``fields``.
+
+    MindSpore builds a namedtuple inside a graph only through its JIT fallback, a host step
+    in the graph: items returned beside one lost their dicts (``items['obs']`` failed to
+    compile), two draws in one graph failed (``Failed to infer for primitive:Assert``). The
+    plain tuple unpacks as the namedtuple does, so ``ids, probabilities = info`` reads the
+    same in both places; attribute access works on the host only.
+    """
+    if in_graph():
+        return fields
+    return record_type(*fields)
 
 
 class Launch:

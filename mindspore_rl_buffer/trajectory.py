@@ -15,7 +15,7 @@ import numpy as np
 import optree
 from mindspore import Parameter, Tensor, ops
 
-from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, discard
+from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, discard, plain_in_graph
 from mindspore_rl_buffer._validation import (
     check_bool,
     check_capacity,
@@ -216,7 +216,10 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         Returns:
             ``(items, BufferInfo(ids, probabilities))``; ``ids`` (int64, see the class) has the
             leading shape of the items, ``probabilities`` (float32) one entry per pick:
-            ``1 / (batch_size * (stored - num_steps + 1))``.
+            ``1 / (batch_size * (stored - num_steps + 1))``. Inside a graph the info is the
+            plain pair ``(ids, probabilities)``: unpack it (``items, (ids, probabilities) =
+            rb.get_next(...)``), which reads the same on direct calls; ``info.ids`` works on
+            direct calls only.
 
         Raises:
             ValueError: If the buffer is empty or ``num_steps`` exceeds the steps stored
@@ -224,9 +227,7 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
                 instead, and that compiled graph cannot run again.
         """
         items, (ids, probabilities) = self._get_next(sample_batch_size, num_steps, time_stacked)
-        # Built here, outside the graph: MindSpore builds a namedtuple inside a graph through
-        # its JIT fallback on the host, which a direct call's graph must not hold.
-        return items, BufferInfo(ids, probabilities)
+        return items, plain_in_graph(BufferInfo, ids, probabilities)
 
     @buffer_method(_host_get_next)
     def _get_next(self, sample_batch_size, num_steps, time_stacked, *, check=True):

@@ -23,7 +23,7 @@ from mindspore import Parameter, Tensor, ops
 from mindspore.common.initializer import initializer
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._graph import DIRECT_CALLS, BufferCell, Launch, buffer_method
+from mindspore_rl_buffer._graph import DIRECT_CALLS, BufferCell, Launch, buffer_method, plain_in_graph
 from mindspore_rl_buffer._validation import (
     TRANSITION_ROLES,
     check_batch_graph,
@@ -288,12 +288,12 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         Returns:
             Tuple of 2: the items, and a ``BufferInfo`` whose ``ids`` (int32, ``(B,)``) are the
             starts' physical slots ``row * num_envs + env`` (stable while stored) and whose
-            ``probabilities`` (float32, ``(B,)``) are ``1 / valid_starts()``.
+            ``probabilities`` (float32, ``(B,)``) are ``1 / valid_starts()``. Inside a graph
+            the info is the plain pair ``(ids, probabilities)``; unpacking it reads the same
+            in both places.
         """
         _, items, (ids, probabilities) = self._sample(batch_size, True)
-        # Built here, outside the graph: MindSpore builds a namedtuple inside a graph through
-        # its JIT fallback on the host, which a direct call's graph must not hold.
-        return items, BufferInfo(ids, probabilities)
+        return items, plain_in_graph(BufferInfo, ids, probabilities)
 
     @buffer_method(_host_sample)
     def _sample(self, batch_size, with_info, *, check=True):

@@ -363,16 +363,31 @@ def _prioritized_items(buffer):
     return buffer.sample(0.4)[2]
 
 
+def _trajectory_values(buffer):
+    items, (ids, _) = buffer.get_next(8)  # in a graph the info is the pair (ids, probabilities)
+    return items["value"] + 0.0 * ids.astype(ms.float32)
+
+
+def _transition_ids(buffer):
+    items, (ids, probabilities) = buffer.sample_with_info()
+    return items[0][:, 0] + 0.0 * ids.astype(ms.float32) * probabilities
+
+
 def _seeded_with_items(kind):
     """``(buffer, draw)``: a buffer of ``kind`` seeded 5 holding 1,000 items (item ``i`` holds ``i``)."""
     items = np.arange(1000, dtype=np.float32)
-    if kind == "TransitionReplayBuffer":
+    if kind == "TrajectoryReplayBuffer":
+        segments = TrajectoryReplayBuffer(SPEC1, batch_size=1, max_length=1000, seed=5)
+        for value in items[:40]:
+            segments.add_batch({"value": Tensor(value[None])})
+        return segments, _trajectory_values
+    if kind.startswith("TransitionReplayBuffer"):
         steps = TransitionReplayBuffer(8, 1000, [(1,), (), (), (), ()],
                                        [ms.float32, ms.int32, ms.float32, ms.uint8, ms.uint8], seed=5)
         zeros = np.zeros((1000, 1), np.uint8)
         steps.insert([Tensor(items[:, None, None]), Tensor(zeros.astype(np.int32)),
                       Tensor(zeros.astype(np.float32)), Tensor(zeros), Tensor(zeros)])
-        return steps, _first_column
+        return steps, _transition_ids if kind.endswith("with_info") else _first_column
     if kind == "PriorityReplayBuffer":
         buffer, draw = PriorityReplayBuffer(0.6, 1000, 8, [(1,)], [ms.float32], seed=5), _prioritized_items
     else:
@@ -393,7 +408,8 @@ class _TwoDraws(ms.nn.Cell):
 
 
 @pytest.mark.parametrize("kind", ["ReplayBuffer", "ShardedReplayBuffer", "PriorityReplayBuffer",
-                                  "TransitionReplayBuffer"])
+                                  "TransitionReplayBuffer", "TransitionReplayBuffer.sample_with_info",
+                                  "TrajectoryReplayBuffer"])
 def test_two_samples_in_one_graph_draw_apart_and_reproducibly(kind):
     # A seeded buffer's operators are seeded (seed, stream + 64 k), k numbering its operators as
     # they are compiled; unmarked, one graph's two samples compiled one body and drew the same items.

@@ -196,7 +196,9 @@ class InGraph(nn.Cell):
 
     def construct(self, action, lidar, camera):
         _ = self.buffer.add_batch((action, (lidar, camera)))
-        return self.buffer.get_next(4, 2)
+        # Inside a graph the info is the plain pair (ids, probabilities): it unpacks like BufferInfo.
+        (action, (_, camera)), (ids, probabilities) = self.buffer.get_next(4, 2)
+        return action, camera, ids, probabilities
 
 
 def test_inside_a_cell_add_then_sample_in_one_graph():
@@ -205,12 +207,13 @@ def test_inside_a_cell_add_then_sample_in_one_graph():
     graph = InGraph(rb)
     for t in range(1, 4):
         action_t, (lidar_t, camera_t) = tutorial_items(t)
-        (action, (_, camera)), info = graph(Tensor(action_t), Tensor(lidar_t), Tensor(camera_t))
-        assert action.shape == (4, 2, 3) and camera.shape == (4, 2, 3, 2) and info.ids.shape == (4, 2)
+        action, camera, ids, probabilities = graph(Tensor(action_t), Tensor(lidar_t), Tensor(camera_t))
+        assert action.shape == (4, 2, 3) and camera.shape == (4, 2, 3, 2) and ids.shape == (4, 2)
         values = action.asnumpy()[:, :, 0].astype(np.int64)
         steps = values // 1000
         assert (np.diff(steps, axis=1) == 1).all() and steps.max() <= t
-        np.testing.assert_array_equal(info.ids.asnumpy(), steps * 32 + values % 1000)  # add * batch_size + segment
+        np.testing.assert_array_equal(ids.asnumpy(), steps * 32 + values % 1000)  # add * batch_size + segment
+        np.testing.assert_allclose(probabilities.asnumpy(), np.full(4, 1 / (32 * t), np.float32))
     assert int(rb.added) == 4
     expected = np.stack([step_values(t, 32) for t in range(4)], 1)
     np.testing.assert_array_equal(rb.gather_all()[0].asnumpy()[:, :, 0], expected)
@@ -227,16 +230,17 @@ def test_clear_inside_a_cell_including_the_bare_statement():
         def construct(self, value):
             self.buffer.clear()
             _ = self.buffer.add_batch({"value": value})
-            return self.buffer.num_frames(), self.buffer.get_next(8)
+            items, (ids, _) = self.buffer.get_next(8)
+            return self.buffer.num_frames(), items["value"] * 1.0, ids  # the items' dict is read in the graph
 
     rb = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4)
     fill(rb, SegmentModel(2, 4), 3, 2)
     graph = BareClear(rb)
     for t in range(3):
-        frames, (items, info) = graph(Tensor(step_values(10 + t, 2).astype(np.float32)))
+        frames, values, ids = graph(Tensor(step_values(10 + t, 2).astype(np.float32)))
         assert int(frames) == 2 and int(rb.added) == 1, "the clear restarted the add counter"
-        assert set(items["value"].asnumpy().astype(int)) <= set(step_values(10 + t, 2))
-        np.testing.assert_array_equal(info.ids.asnumpy(), items["value"].asnumpy().astype(np.int64) % 1000)
+        assert set(values.asnumpy().astype(int)) <= set(step_values(10 + t, 2))
+        np.testing.assert_array_equal(ids.asnumpy(), values.asnumpy().astype(np.int64) % 1000)
 
 
 def test_windows_longer_than_stored_inside_a_cell_fail_loudly():

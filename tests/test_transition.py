@@ -200,7 +200,7 @@ class CollectAndSample(nn.Cell):
 
     def construct(self, observation, action, reward, terminated, truncated, extra):
         _ = self.buffer.insert([observation, action, reward, terminated, truncated, extra])
-        items, info = self.buffer.sample_with_info()
+        items, info = self.buffer.sample_with_info()  # in a graph, the pair (ids, probabilities)
         return items, info, self.buffer.valid_starts(), self.buffer.size()
 
 
@@ -213,10 +213,10 @@ def test_inside_a_users_cell_insert_and_sample_are_one_graph_that_matches_the_mo
     graph = CollectAndSample(rb)
     for _ in range(14):  # wraps the 9-step ring more than once
         step = stream.take(1)
-        items, info, valid, size = graph(*(Tensor(column[0]) for column in step))
+        items, (ids, probabilities), valid, size = graph(*(Tensor(column[0]) for column in step))
         model.insert(step)
         assert int(valid) == len(model.valid_starts()) and int(size) == 2 * len(model.stored)
-        assert_transitions_match(model, items, info.ids, info.probabilities)
+        assert_transitions_match(model, items, ids, probabilities)
     items, info = rb.sample_with_info()  # the direct path sees what the graph wrote
     assert_transitions_match(model, items, info.ids)
 
