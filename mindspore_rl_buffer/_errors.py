@@ -57,6 +57,13 @@ def leaf_error(op: str, leaf: str, what: str, expected: object, got: object) -> 
     return ValueError(f"For '{op}', the {what} of {leaf} must be {expected}, but got {got}.")
 
 
+def leaf_unknown_in_graph_error(op: str, leaf: str) -> TypeError:
+    """A leaf whose shape and dtype a graph does not know when it compiles (a host object's)."""
+    return TypeError(f"For '{op}', {leaf} must be tensors of known shape and dtype when the graph compiles, "
+                     f"but got a value MindSpore builds on the host (a namedtuple made inside the graph is one): "
+                     f"pass a plain tuple or dict, or make the namedtuple outside the graph and pass it in.")
+
+
 def not_an_array_error(op: str, names: tuple[str, ...], i: int, got: object) -> TypeError:
     """Column ``i`` of a transition is neither a tensor nor a numpy array."""
     column = names[i] if i < len(names) else f"#{i}"

@@ -58,7 +58,7 @@ def in_graph():
     """True while MindSpore compiles the caller into a graph, False when Python runs it.
 
     A compile-time constant, so only one branch of a test on it reaches the graph. Used by
-    :func:`buffer_method` and :func:`plain_in_graph` only.
+    :func:`buffer_method`, :func:`plain_in_graph` and :func:`graph_nest` only.
     """
     return _is_none(_marker)
 
@@ -75,6 +75,20 @@ def plain_in_graph(record_type: Callable[..., Any], *fields: Any) -> Any:
     if in_graph():
         return fields
     return record_type(*fields)
+
+
+def graph_nest(template: Any, leaves: Any) -> Any:
+    """Inside a graph, the nest of ``template`` rebuilt from ``leaves``; on the host, ``leaves`` as they are.
+
+    A body whose result is a nest (a dict, say) returns its flat leaves instead, and its
+    direct call's ``finish`` rebuilds the nest on the host: a graph that returns a dict
+    builds it through host steps (``PyExecute``), so a direct call's twin must not. The
+    public method then passes the body's result through here, which rebuilds the nest inside
+    a user's graph (a dict is native there) and leaves the direct call's alone.
+    """
+    if in_graph():
+        return rebuild(template, leaves)
+    return leaves
 
 
 class Launch:

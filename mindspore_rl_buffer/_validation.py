@@ -339,8 +339,12 @@ def check_deterministic_pass(op: str, sample_batch_size: int | None, num_steps: 
 
 def check_leaves(op, descriptions, shapes, dtypes, got_shapes, got_dtypes):
     """Check the leaves of a nest against a data spec; on the host, and when a graph is compiled."""
+    if got_shapes is None or got_dtypes is None:  # only inside a graph: the leaves of a host object
+        raise _errors.leaf_unknown_in_graph_error(op, "items")
     for description, shape, dtype, got_shape, got_dtype in zip(descriptions, shapes, dtypes, got_shapes,
                                                                  got_dtypes):
+        if got_shape is None or got_dtype is None:
+            raise _errors.leaf_unknown_in_graph_error(op, description)
         if tuple(got_shape) != tuple(shape):
             raise _errors.leaf_error(op, description, "shape", tuple(shape), tuple(got_shape))
         if got_dtype != dtype:

@@ -15,7 +15,7 @@ import numpy as np
 import optree
 from mindspore import Parameter, Tensor, ops
 
-from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, discard, plain_in_graph
+from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, discard, graph_nest, plain_in_graph
 from mindspore_rl_buffer._validation import (
     check_bool,
     check_capacity,
@@ -27,7 +27,7 @@ from mindspore_rl_buffer._validation import (
     check_window_graph,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
-from mindspore_rl_buffer.nest import FlatSpec, leaf_at, rebuild
+from mindspore_rl_buffer.nest import FlatSpec, leaf_at
 from mindspore_rl_buffer.ops import ring
 from mindspore_rl_buffer.ops._common import STREAM_SEGMENTS, owned_seed, uniform_int
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
@@ -227,12 +227,17 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
                 instead, and that compiled graph cannot run again.
         """
         items, (ids, probabilities) = self._get_next(sample_batch_size, num_steps, time_stacked)
+        if num_steps is not None and not time_stacked:
+            items = tuple(graph_nest(self._template, step) for step in items)
+        else:
+            items = graph_nest(self._template, items)
         return items, plain_in_graph(BufferInfo, ids, probabilities)
 
     @buffer_method(_host_get_next)
     def _get_next(self, sample_batch_size, num_steps, time_stacked, *, check=True):
-        # get_next's graph body: the items and a plain (ids, probabilities) pair. Its constant
-        # arguments are checked at compile time, as a direct call checks them.
+        # get_next's graph body: the items' leaves (a tuple of them per step when not time
+        # stacked) and a plain (ids, probabilities) pair. Its constant arguments are checked
+        # at compile time, as a direct call checks them.
         check_window_graph("get_next", sample_batch_size, num_steps, time_stacked, self._max_length)
         picks = 1 if sample_batch_size is None else sample_batch_size
         steps = 1 if num_steps is None else num_steps
@@ -256,21 +261,24 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
             probabilities = probabilities[0]
         if num_steps is not None and not time_stacked:
             if sample_batch_size is None:
-                items = tuple(rebuild(self._template, [x[t] for x in leaves]) for t in range(num_steps))
+                items = tuple(tuple(x[t] for x in leaves) for t in range(num_steps))
                 return items, (tuple(ids[t] for t in range(num_steps)), probabilities)
-            items = tuple(rebuild(self._template, [x[:, t] for x in leaves]) for t in range(num_steps))
+            items = tuple(tuple(x[:, t] for x in leaves) for t in range(num_steps))
             return items, (tuple(ids[:, t] for t in range(num_steps)), probabilities)
-        return rebuild(self._template, leaves), (ids, probabilities)
+        return tuple(leaves), (ids, probabilities)
 
     # ----------------------------------------------------------------------- gather_all
-    @buffer_method(_host_gather_all)
-    def gather_all(self, *, check=True):
+    def gather_all(self):
         """Every stored item, as leaves of shape ``[batch_size, time, ...]``, oldest first.
 
         Inside a graph the time dimension is ``max_length`` (shapes are static there): the
         first ``size()`` steps are the stored ones.
         """
-        return rebuild(self._template, self._ordered_leaves())
+        return graph_nest(self._template, self._gather_all())
+
+    @buffer_method(_host_gather_all)
+    def _gather_all(self, *, check=True):
+        return tuple(self._ordered_leaves())
 
     def _ordered_leaves(self):
         columns = self.storage.decode(ring.gather_ordered(self.storage.columns, self.storage.head))

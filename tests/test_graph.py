@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pathlib
 import random
+import re
 import subprocess
 import sys
 import time
@@ -23,11 +24,13 @@ from mindspore import Tensor
 from mindspore_rl_buffer.ops import draws, tree_size
 
 from mindspore_rl_buffer import (
+    BufferInfo,
     PriorityReplayBuffer,
     PyUniformReplayBuffer,
     ReplayBuffer,
     ReservoirReplayBuffer,
     ShardedReplayBuffer,
+    TensorSpec,
     TrajectoryReplayBuffer,
     TransitionReplayBuffer,
 )
@@ -438,3 +441,50 @@ def test_two_samples_under_the_global_seed_draw_apart_called_directly_or_through
     for graph in (_TwoDirectSamples(buffer), _TwoDraws(buffer, draws(_first_column))):
         first, second = (x.asnumpy() for x in graph())
         assert not np.array_equal(first, second)
+
+
+# ------------------------------------------------------------------ no host step in a graph
+def _host_steps(directory):
+    """The host steps (``PyExecute`` / ``PyInterpret`` nodes) in the validated graphs MindSpore saved there."""
+    found = set()
+    for path in pathlib.Path(directory).rglob("*validate*.ir"):
+        found.update(re.findall(r'Py(?:Execute|Interpret)\("[^"]*"', path.read_text()))
+    return found
+
+
+class _NamedtupleInGraph(ms.nn.Cell):
+    def construct(self, x):
+        info = BufferInfo(x * 2, x + 1)  # built in a graph only through MindSpore's host fallback
+        return info.ids + info.probabilities
+
+
+def test_the_graphs_of_direct_calls_hold_no_host_step(tmp_path):
+    # A graph returning a dict built it through host steps: direct get_next and gather_all of
+    # a dict spec did, before the twins returned flat leaves for the host to rebuild.
+    spec = {"value": TensorSpec([], ms.float32, "value"), "pair": (TensorSpec([2], ms.int32, "a"),)}
+    trajectory = TrajectoryReplayBuffer(spec, batch_size=2, max_length=8, seed=7)
+    for t in range(5):
+        trajectory.add_batch({"value": np.full(2, t, np.float32), "pair": (np.full((2, 2), t, np.int32),)})
+    transition, _ = _seeded_with_items("TransitionReplayBuffer")
+    buffer = make()
+    buffer.insert(encoded_batch(0, 3))
+    control = tmp_path / "control"
+    ms.set_context(save_graphs=True, save_graphs_path=str(tmp_path / "calls"))
+    try:
+        items, info = trajectory.get_next(4, 2)
+        first, _ = trajectory.get_next(num_steps=2, time_stacked=False)[0]
+        stored = trajectory.gather_all()
+        transition.sample_with_info()
+        buffer.sample()
+        buffer.get_item(-1)
+        ms.set_context(save_graphs_path=str(control))
+        _NamedtupleInGraph()(Tensor(np.ones(3, np.float32)))
+    finally:
+        ms.set_context(save_graphs=False)
+    assert _host_steps(tmp_path / "calls") == set()
+    assert _host_steps(control), "the scan found no host step where MindSpore makes one"
+    # The host rebuilt the spec's structure from the leaves.
+    assert set(items) == {"value", "pair"} and items["pair"][0].shape == (4, 2, 2)
+    assert first["value"].shape == () and stored["value"].shape == (2, 5)
+    np.testing.assert_array_equal(info.ids.asnumpy() // 2, items["value"].asnumpy().astype(np.int64))
+    np.testing.assert_array_equal(stored["pair"][0].asnumpy()[:, :, 0], np.tile(np.arange(5), (2, 1)))

@@ -127,6 +127,35 @@ def test_nests_of_every_kind_round_trip(kind):
         assert optree.tree_structure(sampled) == treespec
 
 
+class _PointsInGraph(nn.Cell):
+    """Adds a ``Point`` built inside the graph (``build=True``) or the one passed in, then samples."""
+
+    def __init__(self, buffer, build):
+        super().__init__()
+        self.buffer = buffer
+        self.build = build
+
+    def construct(self, x, y):
+        items = Point(x, y) if self.build else (x, y)
+        _ = self.buffer.add_batch(items)
+        sampled, (ids, _) = self.buffer.get_next(4)
+        return sampled[0] * 1.0, sampled[1] + 0, ids  # a namedtuple comes back a plain tuple in a graph
+
+
+def test_a_namedtuple_spec_inside_a_graph_reads_by_position_and_one_built_there_is_refused():
+    rb = TrajectoryReplayBuffer(NESTS["namedtuple"], batch_size=2, max_length=3)
+    x, y = Tensor(np.ones((2, 2), np.float32)), Tensor(np.full((2, 1), 7, np.int32))
+    sampled_x, sampled_y, ids = _PointsInGraph(rb, build=False)(x, y)
+    assert sampled_x.shape == (4, 2) and (sampled_y.asnumpy() == 7).all() and set(ids.asnumpy()) <= {0, 1}
+    assert type(rb.get_next(2)[0]) is Point  # called directly, the spec's own type
+    before, added = to_np(rb.gather_all()), int(rb.added)
+    with pytest.raises(TypeError, match=r"For 'add_batch', items must be tensors of known shape and dtype "
+                                        r"when the graph compiles.*a namedtuple made inside the graph is one"):
+        _PointsInGraph(rb, build=True)(x, y)
+    after = to_np(rb.gather_all())
+    assert int(rb.added) == added and all(np.array_equal(a, b) for a, b in zip(before, after))
+
+
 def test_bad_items_name_the_leaf_and_write_nothing():
     rb = TrajectoryReplayBuffer(TUTORIAL_SPEC, batch_size=32, max_length=10)
     rb.add_batch(tutorial_items(0))
