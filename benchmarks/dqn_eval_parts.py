@@ -3,7 +3,8 @@
 Evaluations of 500 steps over 100 CartPoles, interleaved in rounds: the host loop's (one
 launch per step, :func:`~mindspore_rl_buffer.apps.dqn.evaluation.evaluate_mindspore`), the
 shipped :class:`~mindspore_rl_buffer.apps.dqn.evaluation.EvalLoop` (128x128 Q-network, 5
-steps a pass of its ``while`` loop) and the same with 1 step a pass; then compiled loops of
+steps a pass of its ``while`` loop, :class:`~mindspore_rl_buffer.apps.dqn.policy.FoldedGreedy`),
+the same with the ``argmax`` policy it had before, and with 1 step a pass; then compiled loops of
 the greedy policy alone (the 128x128 network, then an 8x8 one), and of the dynamics with the
 loop under a fixed linear rule that balances the pole. It prints the milliseconds per
 evaluation, the microseconds per step and the host loop's time over each, in the same
@@ -49,14 +50,34 @@ class PolicyLoop(nn.Cell):
 class LinearRule(nn.Cell):
     """Push towards where the pole is falling: a fixed rule that balances CartPole, in 4 kernels."""
 
-    def construct(self, state):
+    def fold(self):
+        return ()
+
+    def construct(self, state, weights):
         return (state[:, 2] + 0.3 * state[:, 3] > 0).astype(ms.int32)
+
+
+class ArgmaxPolicy(GreedyAction):
+    """:class:`GreedyAction` (``argmax`` over the Q-network, 10 kernels) where ``EvalLoop`` takes its policy."""
+
+    def fold(self):
+        return ()
+
+    def construct(self, state, weights):
+        return super().construct(state)
 
 
 def dynamics_loop(env: CartPole) -> EvalLoop:
     """``EvalLoop`` (1 step a pass) with :class:`LinearRule` in place of the Q-network: the dynamics and the loop."""
     loop = EvalLoop(QNetwork(4, 2, (8,)), env, unroll=1)
     loop.policy = LinearRule()
+    return loop
+
+
+def argmax_loop(q_net: QNetwork, env: CartPole) -> EvalLoop:
+    """``EvalLoop`` with the ``argmax`` policy it had before ``FoldedGreedy``."""
+    loop = EvalLoop(q_net, env)
+    loop.policy = ArgmaxPolicy(q_net)
     return loop
 
 
@@ -68,6 +89,7 @@ def measure(envs: int, steps: int, rounds: int) -> dict[str, Any]:
     host = EvalStep(q_net, CartPole(envs, steps))
     cells = {HOST: lambda: evaluate_mindspore(host, steps),
              "EvalLoop as shipped (128x128 Q-network)": EvalLoop(q_net, CartPole(envs, steps)),
+             "EvalLoop with the argmax policy (before FoldedGreedy)": argmax_loop(q_net, CartPole(envs, steps)),
              "EvalLoop, 1 step a pass": EvalLoop(q_net, CartPole(envs, steps), unroll=1),
              "greedy policy alone, 128x128": PolicyLoop(q_net, envs, steps),
              "greedy policy alone, 8x8": PolicyLoop(QNetwork(4, 2, (8, 8)), envs, steps),

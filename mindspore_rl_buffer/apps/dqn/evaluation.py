@@ -12,20 +12,22 @@ from typing import Any
 
 import mindspore as ms
 import numpy as np
-from mindspore import Parameter, Tensor, jit, nn, ops
+from mindspore import Parameter, ParameterTuple, Tensor, jit, nn, ops
 
 from mindspore_rl_buffer.apps.dqn.cartpole import CartPole, cartpole_step
-from mindspore_rl_buffer.apps.dqn.policy import GreedyAction
+from mindspore_rl_buffer.apps.dqn.policy import FoldedGreedy, GreedyAction
 
 
 class EvalStep(nn.Cell):
     """One greedy step of a batch of MindSpore CartPoles, each playing one episode.
 
     ``returns`` accumulates each environment's reward until its first episode ends;
-    ``alive`` marks those still playing. :meth:`restart` resets both and the environments.
+    ``alive`` marks those still playing. :meth:`restart` resets both and the environments,
+    and folds the network's current weights for :class:`FoldedGreedy` (what :class:`EvalLoop`
+    does at the start of its launch, so both play the same actions).
 
     Args:
-        q_net (nn.Cell): The network whose greedy actions are evaluated.
+        q_net (QNetwork): The network whose greedy actions are evaluated.
         env (CartPole): One environment per evaluation episode.
 
     Outputs:
@@ -35,7 +37,10 @@ class EvalStep(nn.Cell):
 
     def __init__(self, q_net: nn.Cell, env: CartPole) -> None:
         super().__init__()
-        self.policy = GreedyAction(q_net)
+        self.policy = FoldedGreedy(q_net)
+        self.weights = ParameterTuple(
+            Parameter(Tensor(np.zeros(w.shape, np.float32)), name=f"eval_folded_{i}", requires_grad=False)
+            for i, w in enumerate(self.policy.fold()))
         self.env = env
         n = env.num_envs
         self.returns = Parameter(Tensor(np.zeros(n, np.float32)), name="eval_returns", requires_grad=False)
@@ -43,13 +48,15 @@ class EvalStep(nn.Cell):
 
     @jit
     def restart(self):
-        """Reset the environments, the returns and the alive marks (compiled)."""
+        """Reset the environments, the returns and the alive marks; fold the weights (compiled)."""
+        for weight, folded in zip(self.weights, self.policy.fold()):
+            ops.assign(weight, folded)
         ops.assign(self.returns, ops.zeros_like(self.returns))
         ops.assign(self.alive, ops.ones_like(self.alive))
         return self.env.reset()
 
     def construct(self):
-        action = self.policy(self.env.state + 0.0)
+        action = self.policy(self.env.state + 0.0, self.weights)
         next_state, reward, terminated, truncated = self.env.step(action)
         ops.assign(self.returns, self.returns + self.alive * reward)
         alive = self.alive * (1.0 - ops.logical_or(terminated, truncated).astype(ms.float32))
@@ -66,10 +73,11 @@ class EvalLoop(nn.Cell):
     the loop, not written to ``env``'s Parameters, and finished episodes are not restarted:
     about half the kernels of a training step of the environments. Each pass of the loop plays
     ``unroll`` steps (a pass's test and jump cost about as much as 30 small kernels on a CPU);
-    the steps after an episode's end add nothing to its return.
+    the steps after an episode's end add nothing to its return. The greedy actions come from
+    :class:`FoldedGreedy`, its weights folded once per launch.
 
     Args:
-        q_net (nn.Cell): The network whose greedy actions are evaluated.
+        q_net (QNetwork): The network whose greedy actions are evaluated.
         env (CartPole): One environment per evaluation episode.
         unroll (int): Steps per pass of the loop, a divisor of ``env.max_episode_steps``;
             ``None`` takes the largest divisor up to 5. Default: ``None``.
@@ -101,19 +109,20 @@ class EvalLoop(nn.Cell):
         if isinstance(unroll, bool) or not isinstance(unroll, int) or unroll < 1 or limit % unroll:
             raise ValueError(f"For 'EvalLoop', 'unroll' must be an int >= 1 dividing max_episode_steps ({limit}), "
                              f"but got {unroll!r}.")
-        self.policy = GreedyAction(q_net)
+        self.policy = FoldedGreedy(q_net)
         self.env = env
         self.unroll = unroll
         self.max_episode_steps = Tensor(limit, ms.int32)
 
     def construct(self):
         state = self.env.reset()
+        weights = self.policy.fold()
         returns = ops.zeros_like(state[:, 0])
         alive = ops.ones_like(returns)
         steps = Tensor(0, ms.int32)
         while ops.logical_and(steps < self.max_episode_steps, alive.sum() > 0):
             for _ in range(self.unroll):
-                state, terminated = cartpole_step(state, self.policy(state))
+                state, terminated = cartpole_step(state, self.policy(state, weights))
                 returns = returns + alive  # a reward of 1 for every step, the terminating one included
                 alive = alive * (1.0 - terminated.astype(ms.float32))
             steps = steps + self.unroll

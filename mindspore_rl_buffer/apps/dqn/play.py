@@ -11,12 +11,13 @@ from pathlib import Path
 
 import mindspore as ms
 import numpy as np
-from mindspore import Tensor, jit, ops
+from mindspore import Tensor, jit
 
 from mindspore_rl_buffer.apps.dqn.cartpole import LENGTH, X_THRESHOLD, CartPole, cartpole_step
 from mindspore_rl_buffer.apps.dqn.evaluation import EvalLoop
 from mindspore_rl_buffer.apps.dqn.extras import require_matplotlib
 from mindspore_rl_buffer.apps.dqn.networks import QNetwork, load_q_network
+from mindspore_rl_buffer.apps.dqn.policy import FoldedGreedy
 
 FRAMES = 8
 
@@ -53,11 +54,17 @@ def evaluate_checkpoint(path: str | Path, episodes: int = 100, seed: int = 0, fr
 
 
 def replay(q_net: QNetwork, start: np.ndarray, max_episode_steps: int = 500) -> np.ndarray:
-    """The states of one greedy episode from ``start``, stepped one launch at a time; ``(steps + 1, 4)``."""
+    """The states of one greedy episode from ``start``, stepped one launch at a time; ``(steps + 1, 4)``.
+
+    The actions are :class:`~mindspore_rl_buffer.apps.dqn.policy.FoldedGreedy`'s, as the
+    evaluation's: the episode is the one the evaluation played from ``start``.
+    """
+    greedy = FoldedGreedy(q_net)
+    weights = greedy.fold()
 
     @jit
     def step(state):
-        return cartpole_step(state, ops.argmax(q_net(state), dim=1).astype(ms.int32))
+        return cartpole_step(state, greedy(state, weights))
 
     states = [np.asarray(start, np.float32)]
     for _ in range(max_episode_steps):

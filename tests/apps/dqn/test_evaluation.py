@@ -4,11 +4,12 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 import pytest
-from mindspore import Tensor, jit, ops
+from mindspore import Tensor, jit, nn, ops
 
 from mindspore_rl_buffer.apps.dqn.cartpole import CartPole, cartpole_step
 from mindspore_rl_buffer.apps.dqn.evaluation import EvalLoop, EvalStep, evaluate_mindspore
 from mindspore_rl_buffer.apps.dqn.networks import QNetwork
+from mindspore_rl_buffer.apps.dqn.policy import FoldedGreedy
 
 
 @pytest.fixture(autouse=True)
@@ -84,3 +85,38 @@ def test_every_call_starts_from_fresh_states_and_agrees_with_the_per_step_evalua
     np.testing.assert_array_equal(first, 500.0)
     np.testing.assert_array_equal(second, 500.0)
     np.testing.assert_array_equal(evaluate_mindspore(EvalStep(q_net, CartPole(16)), 500), 500.0)
+
+
+@pytest.mark.parametrize("num_actions, hidden", [(2, (8,)), (2, (64, 64)), (2, (128, 128)), (3, (32, 16))])
+def test_the_folded_greedy_action_is_argmax_of_the_q_network(num_actions, hidden):
+    q_net = QNetwork(4, num_actions, hidden)
+    observations = Tensor(np.random.default_rng(num_actions + len(hidden)).normal(0, 5.0, (512, 4)).astype(np.float32))
+    greedy = FoldedGreedy(q_net)
+
+    @jit
+    def folded(observation):
+        return greedy(observation, greedy.fold())
+
+    expected = np.argmax(q_net(observations).asnumpy(), axis=1)
+    np.testing.assert_array_equal(folded(observations).asnumpy(), expected)
+    assert len(np.unique(expected)) > 1  # not one action everywhere
+
+
+@pytest.mark.parametrize("network", [nn.Dense(4, 2), QNetwork(4, 2, (8,)).layers, nn.SequentialCell([nn.Dense(4, 2)]),
+                                     nn.SequentialCell([nn.Dense(4, 8), nn.Tanh(), nn.Dense(8, 2)])])
+def test_a_network_that_is_not_dense_relu_layers_is_refused(network):
+    with pytest.raises(TypeError, match="For 'FoldedGreedy', 'q_net' must be a QNetwork"):
+        FoldedGreedy(network)
+
+
+def test_the_host_evaluator_folds_the_current_weights_at_every_restart():
+    q_net, other = QNetwork(4, 2, (16,)), QNetwork(4, 2, (16,))
+    step = EvalStep(q_net, CartPole(32, max_episode_steps=60))
+
+    for network in (q_net, other):
+        for target, value in zip(q_net.get_parameters(), network.get_parameters()):
+            target.copy_(value.data.copy())  # in place, as the optimizer writes: the storage the graphs read
+        start = step.restart().asnumpy()
+        for _ in range(60):
+            step()
+        np.testing.assert_array_equal(step.returns.asnumpy(), play_per_step(network, start, 60))
