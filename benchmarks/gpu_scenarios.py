@@ -231,19 +231,19 @@ def dqn() -> None:
 
 
 class InfoInGraph(UserGraph):
-    """A user's graph that reads BufferInfo: MindSpore builds the namedtuple on the host (PyExecute)."""
+    """A user's graph that reads a draw's info: the plain pair ``(ids, probabilities)`` inside a graph."""
 
     def construct(self, *leaves):
         if isinstance(self.buffer, TrajectoryReplayBuffer):
             _ = self.buffer.add_batch(leaves)
-            items, info = self.buffer.get_next(3, 2)
-            return items, info.ids
-        items, info = self.buffer.sample_with_info()
-        return items, info.probabilities
+            items, (ids, _) = self.buffer.get_next(3, 2)
+            return items, ids
+        items, (_, probabilities) = self.buffer.sample_with_info()
+        return items, probabilities
 
 
 def info_in_graph() -> None:
-    """add_batch and get_next, and sample_with_info, inside a user's graph, reading BufferInfo's fields there."""
+    """add_batch and get_next, and sample_with_info, inside a user's graph, reading the info's fields there."""
     spec = (TensorSpec((2,), ms.float32, "x"),)
     trajectories = TrajectoryReplayBuffer(spec, batch_size=2, max_length=4, seed=1)
     for t in range(3):
