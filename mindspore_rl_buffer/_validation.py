@@ -24,18 +24,26 @@ FLOAT_DTYPES = (ms.float16, ms.bfloat16, ms.float32, ms.float64)
 
 
 # ------------------------------------------------------------------------------ scalars
-def check_size(op: str, arg: str, value: Any, minimum: int = 1) -> int:
-    """Return ``value`` if it is an int ``>= minimum`` (not a bool); raise otherwise."""
+_NO_MAXIMUM = 2**63  # for checks that bound the value themselves, with their own reason
+def check_size(op: str, arg: str, value: Any, minimum: int = 1, maximum: int = MAX_CAPACITY) -> int:
+    """Return ``value`` if it is an int in ``[minimum, maximum]`` (not a bool); raise otherwise.
+
+    The default ``maximum``, 2**30, bounds every count and size the buffers take (sample
+    sizes, batch sizes, environments, steps): past it a draw or a batch cannot be allocated,
+    and a request for one must be refused, not attempted.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise _errors.type_error(op, arg, "an int", value)
     if value < minimum:
         raise _errors.value_error(op, arg, f"an int >= {minimum}", value)
+    if value > maximum:
+        raise _errors.value_error(op, arg, f"an int <= {maximum}", value)
     return int(value)
 
 
 def check_capacity(op: str, arg: str, value: Any) -> int:
     """A capacity: an int in ``[1, MAX_CAPACITY]``, where the int32 cursor arithmetic is exact."""
-    value = check_size(op, arg, value)
+    value = check_size(op, arg, value, maximum=_NO_MAXIMUM)
     if value > MAX_CAPACITY:
         raise _errors.value_error(op, arg, f"an int <= {MAX_CAPACITY} (2**30, the largest capacity whose int32 "
                                            f"cursor arithmetic is exact)", value)
@@ -46,7 +54,7 @@ def check_seed(op: str, value: Any) -> int | None:
     """A seed: ``None``, or an int in ``[0, 2**31)`` (what MindSpore's random operators take)."""
     if value is None:
         return None
-    value = check_size(op, "seed", value, minimum=0)
+    value = check_size(op, "seed", value, minimum=0, maximum=_NO_MAXIMUM)
     if value >= 2**31:
         raise _errors.value_error(op, "seed", "an int in [0, 2**31)", value)
     return value
@@ -59,7 +67,7 @@ def check_seeds(op: str, seed: Any, seed0: Any = 0, seed1: Any = 0) -> int | Non
     follow ``mindspore.set_seed``); ``seed`` is this library's spelling. Giving both is refused.
     """
     for arg, value in (("seed0", seed0), ("seed1", seed1)):
-        check_size(op, arg, value, minimum=0)
+        check_size(op, arg, value, minimum=0, maximum=2**31 - 1)
     if seed is not None and (seed0 or seed1):
         raise ValueError(f"For '{op}', give either 'seed' or MindSpore Reinforcement's 'seed0'/'seed1', but got "
                          f"seed={seed}, seed0={seed0}, seed1={seed1}.")
@@ -76,7 +84,9 @@ def check_types(op: str, types: Any, dtypes: Any) -> Any:
 
 
 def check_column_names(op: str, names: Sequence[Any], reserved: Sequence[str]) -> None:
-    """Column names: non-empty strings, none of them a name the buffer uses for its own state."""
+    """Column names: a list or tuple of non-empty strings, none of them a name the buffer uses for its own state."""
+    if not isinstance(names, (list, tuple)):  # a str or a dict would be taken apart silently
+        raise _errors.type_error(op, "names", "a list of str", names)
     for name in names:
         if not isinstance(name, str):
             raise _errors.type_error(op, "names", "a list of str", name)
@@ -85,6 +95,21 @@ def check_column_names(op: str, names: Sequence[Any], reserved: Sequence[str]) -
         if name in reserved:
             raise ValueError(f"For '{op}', the column name {name!r} is reserved: the buffer keeps its own "
                              f"state under the names {sorted(reserved)}; choose another name.")
+
+
+MAX_COLUMN_BYTES = 2**40  # 1 TiB: more than any device holds; a larger column is a mistake, not a buffer
+
+
+def check_column_bytes(op: str, rows: int, specs: Sequence[Any]) -> None:
+    """Every column of ``rows`` rows of its spec: items of positive dims and at most ``MAX_COLUMN_BYTES`` in all."""
+    for spec in specs:
+        if 0 in spec.shape:
+            raise _errors.column_error(op, spec.name, "shape", "a tuple of ints >= 1 (an empty item stores nothing)",
+                                       spec.shape)
+        size = rows * spec.nbytes
+        if size > MAX_COLUMN_BYTES:
+            raise _errors.column_error(op, spec.name, "size", f"at most {MAX_COLUMN_BYTES} bytes (1 TiB)",
+                                       f"{rows} rows of shape {spec.shape} and dtype {spec.dtype}: {size} bytes")
 
 
 def native(array: np.ndarray) -> np.ndarray:
@@ -179,7 +204,11 @@ def host_tensor(op: str, names: Sequence[str], i: int, value: Any) -> Tensor:
     if isinstance(value, Tensor):
         return value
     if isinstance(value, (np.ndarray, np.generic)):
-        return Tensor(native(np.asarray(value)))
+        array = np.asarray(value)
+        if array.dtype.kind not in "biuf":  # object, str, datetime...: no tensor of them
+            column = names[i] if i < len(names) else f"#{i}"
+            raise _errors.column_error(op, column, "dtype", "a bool, int or float array", f"numpy {array.dtype}")
+        return Tensor(native(array))
     raise _errors.not_an_array_error(op, tuple(names), i, value)
 
 
@@ -250,9 +279,10 @@ def host_array(op: str, arg: str, value: Any, kinds: str, what: str) -> np.ndarr
 def largest_priority(alpha: float) -> float:
     """The largest priority a buffer of exponent ``alpha`` accepts: its leaf ``p ** alpha`` stays
     within ``LEAF_CEILING`` (2**96) and ``p`` within ``PRIORITY_CEILING`` (2**126)."""
-    if alpha == 0:
+    # Compared as exponents of 2: LEAF_CEILING ** (1 / alpha) overflows a float for a tiny alpha.
+    if alpha == 0 or math.log2(LEAF_CEILING) / alpha >= math.log2(PRIORITY_CEILING):
         return PRIORITY_CEILING
-    return float(min(PRIORITY_CEILING, LEAF_CEILING ** (1.0 / alpha)))
+    return float(LEAF_CEILING ** (1.0 / alpha))
 
 
 def check_priorities(op: str, indices: Any, priorities: Any, size: int,

@@ -32,6 +32,7 @@ from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destro
 from mindspore_rl_buffer._validation import (
     check_batch_graph,
     check_capacity,
+    check_column_bytes,
     check_column_names,
     check_logical_index,
     check_transition,
@@ -109,10 +110,11 @@ class RingBuffer(BufferCell, Checkpointable):
         super().__init__()
         op = type(self).__name__
         self._capacity = check_capacity(op, "capacity", capacity)
-        if names is not None and isinstance(names, (list, tuple)):
+        if names is not None:
             reserved = {name for cls in type(self).__mro__ for name in getattr(cls, "RESERVED_NAMES", ())}
             check_column_names(op, names, tuple(sorted(reserved)))
         self._specs = column_specs(shapes, types, names)
+        check_column_bytes(op, self._capacity, self._specs)
         # A bool column is stored as uint8 (no bool ScatterUpdate); encode/decode convert.
         self.columns = ParameterTuple(
             Parameter(initializer("zeros", (self._capacity, *spec.shape), storage_dtype(spec.dtype)),

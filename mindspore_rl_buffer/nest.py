@@ -14,7 +14,7 @@ import optree
 from mindspore import Tensor
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._validation import check_leaves
+from mindspore_rl_buffer._validation import check_leaves, native
 from mindspore_rl_buffer.specs import DTYPES, TensorSpec
 
 _NONE_IS_LEAF = False
@@ -81,7 +81,7 @@ class FlatSpec:
                 if DTYPES.get(np.asarray(leaf).dtype.name) is None:
                     raise _errors.leaf_error(op, self.describe(i), "dtype", self.specs[i].dtype,
                                              np.asarray(leaf).dtype)
-                leaf = Tensor(np.asarray(leaf))
+                leaf = Tensor(native(np.asarray(leaf)))  # a big-endian array is taken as its values
             elif not isinstance(leaf, Tensor):
                 raise _errors.leaf_not_an_array_error(op, self.describe(i), leaf)
             tensors.append(leaf)

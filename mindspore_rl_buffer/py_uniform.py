@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from mindspore_rl_buffer._validation import check_sample_args, check_size, check_stored
+from mindspore_rl_buffer._validation import check_capacity, check_sample_args, check_stored
 from mindspore_rl_buffer.checkpoint import Checkpointable, ring_contract, spec_record
 from mindspore_rl_buffer.host_ring import NumpyRing
 from mindspore_rl_buffer.nest import FlatSpec
@@ -64,7 +64,7 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
     _ITEMS_ALONE = True
 
     def __init__(self, data_spec: Any, capacity: int, *, seed: int | None = None) -> None:
-        self._capacity = check_size(type(self).__name__, "capacity", capacity)
+        self._capacity = check_capacity(type(self).__name__, "capacity", capacity)
         self._flat = FlatSpec.of(data_spec)
         self._data_spec = data_spec
         self._ring = NumpyRing(self._capacity, [spec.shape for spec in self._flat.specs],

@@ -5,6 +5,7 @@ A buffer's columns are driven by its specs: column ``c`` is a ``Parameter`` of s
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -138,7 +139,7 @@ class TensorSpec:
     def nbytes(self) -> int:
         """Bytes of one item."""
         itemsize = 2 if self.dtype == ms.bfloat16 else numpy_dtype(self.dtype).itemsize
-        return int(np.prod(self.shape, dtype=np.int64)) * itemsize
+        return math.prod(self.shape) * itemsize  # Python ints: no overflow for any shape
 
 
 def column_specs(

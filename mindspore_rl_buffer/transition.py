@@ -28,6 +28,8 @@ from mindspore_rl_buffer._validation import (
     TRANSITION_ROLES,
     check_batch_graph,
     check_capacity,
+    check_column_bytes,
+    check_column_names,
     check_final_rows,
     check_gamma,
     check_not_empty,
@@ -129,6 +131,8 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
     """
 
     BINDING_SETTINGS = ("num_envs", "stack_size", "n_step", "gamma")
+    # Names of the buffer's own Parameters (its steps' ring adds its own), refused as column names.
+    RESERVED_NAMES: tuple[str, ...] = ("ranks", "last_ended", "finals")
 
     def __init__(self, sample_size: int, capacity: int, shapes: Sequence[Any], types: Sequence[Any], *,
                  num_envs: int = 1, stack_size: int = 1, n_step: int = 1, gamma: float = 0.99,
@@ -145,9 +149,14 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         self._draw_seed = owned_seed(self._seed)  # what the random operators take
         if names is None and isinstance(shapes, (list, tuple)):
             names = [*TRANSITION_ROLES, *(f"extra_{i}" for i in range(len(shapes) - 5))][:len(shapes)]
+        if names is not None:
+            reserved = {name for cls in (*type(self).__mro__, *RingBuffer.__mro__)
+                        for name in getattr(cls, "RESERVED_NAMES", ())}
+            check_column_names(op, names, tuple(sorted(reserved)))
         step_specs = column_specs(shapes, types, names)
         check_transition_layout(op, step_specs)
         self._max_length = check_ring_length(op, capacity, self._num_envs, self._stack_size, self._n_step)
+        check_column_bytes(op, self._max_length * self._num_envs, step_specs[:1])  # the frames; the ring: the rest
         self._specs = tuple(TensorSpec((self._num_envs, *s.shape), s.dtype, s.name) for s in step_specs)
         rows = self._max_length * self._num_envs
         frame = step_specs[0]

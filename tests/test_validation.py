@@ -167,6 +167,12 @@ CATALOGUE = [
     ("numpy", lambda b: b.add_batch({"value": np.zeros(2, np.int32)}), ValueError,
      r"the dtype of items\['value'\] 'value' must be Float32, but got Int32"),
     ("numpy", lambda b: b.get_next(sample_batch_size=0), ValueError, "'sample_batch_size' must be an int >= 1"),
+    ("replay", lambda b: b.insert([np.array([[1.0, None]], object), GOOD[1][:1], GOOD[2][:1]]), ValueError,
+     "the dtype of column 'state' must be a bool, int or float array, but got numpy object"),
+    ("trajectory", lambda b: b.get_next(sample_batch_size=2**32 + 2), ValueError,
+     "'sample_batch_size' must be an int <= 1073741824, but got 4294967298"),
+    ("numpy", lambda b: b.get_next(sample_batch_size=2**40), ValueError,
+     "'sample_batch_size' must be an int <= 1073741824, but got 1099511627776"),
     ("replay", lambda b: b.writer(0), ValueError, "'batch_size' must be an int >= 1"),
     ("replay", lambda b: b.writer(4).insert([GOOD[0], GOOD[1].astype(np.int64), GOOD[2]]), ValueError,
      "dtype of column 'action' must be Int32, but got Int64"),
@@ -193,6 +199,30 @@ def test_a_big_endian_array_is_taken_as_its_values_directly_and_through_the_writ
         np.testing.assert_array_equal(decode(*buffer.get_item(np.array([0, 1], ">i8"))), [0, 1])
 
 
+def test_the_tf_agents_buffers_take_a_big_endian_leaf_as_its_values():
+    from mindspore_rl_buffer import PyUniformReplayBuffer, TrajectoryReplayBuffer
+    from tests.helpers import SPEC1
+
+    trajectory = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4)
+    numpy_buffer = PyUniformReplayBuffer(SPEC1, 4)
+    trajectory.add_batch({"value": np.array([3.5, -2.0], ">f4")})
+    numpy_buffer.add_batch({"value": np.array([3.5, -2.0], ">f4")})
+    np.testing.assert_array_equal(trajectory.gather_all()["value"].asnumpy()[:, 0], [3.5, -2.0])
+    np.testing.assert_array_equal(numpy_buffer.gather_all()["value"][0], [3.5, -2.0])
+
+
+def test_a_tiny_priority_exponent_caps_priorities_at_the_float_ceiling_instead_of_overflowing():
+    from mindspore_rl_buffer import PriorityReplayBuffer
+
+    prb = PriorityReplayBuffer(1e-300, 4, 2, [()], ["float32"])
+    prb.insert([np.array([1.0, 2.0], F32)])
+    prb.update_priorities(np.array([0, 1]), np.array([1.0, 1e30], F32))  # was OverflowError
+    _, weights, _ = prb.sample(0.4)
+    np.testing.assert_allclose(weights.asnumpy(), 1.0)  # p ** 1e-300 == 1 for every p > 0: uniform
+    with pytest.raises(ValueError, match="'priorities' must be finite"):
+        prb.update_priorities(np.array([0]), np.array([np.inf], F32))
+
+
 @pytest.mark.parametrize("build, message", [
     (lambda: named(["state", "count", "reward"]), r"the column name 'count' is reserved: .*\['count', 'head'"),
     (lambda: named(["head", "action", "reward"]), "the column name 'head' is reserved"),
@@ -206,6 +236,29 @@ def test_a_big_endian_array_is_taken_as_its_values_directly_and_through_the_writ
      r"data_type\[0\] bfloat16 is not supported: .* store float32"),
     (lambda: make(seed=2**31), r"'seed' must be an int in \[0, 2\*\*31\), but got 2147483648"),
     (lambda: make(capacity=2**30 + 1), r"'capacity' must be an int <= 1073741824"),
+    # Sizes past 2**30 cannot be allocated: refused, not attempted.
+    (lambda: make(sample_size=2**32 + 2), r"'sample_size' must be an int <= 1073741824, but got 4294967298"),
+    (lambda: __import__("mindspore_rl_buffer").PriorityReplayBuffer(0.6, 4, 2**32 + 2, [()], ["float32"]),
+     r"'sample_size' must be an int <= 1073741824"),
+    (lambda: __import__("mindspore_rl_buffer").PyUniformReplayBuffer(
+        __import__("tests.helpers").helpers.SPEC1, capacity=10**12), r"'capacity' must be an int <= 1073741824"),
+    (lambda: __import__("mindspore_rl_buffer").ReplayBuffer(1, 2**30, [(1024,)], ["float32"]),
+     r"the size of column 'column_0' must be at most 1099511627776 bytes \(1 TiB\), but got 1073741824 rows"),
+    (lambda: __import__("mindspore_rl_buffer").ReplayBuffer(1, 4, [(2**32, 2**32)], ["float32"]),
+     r"the size of column 'column_0' must be at most .* 295147905179352825856 bytes"),
+    (lambda: __import__("mindspore_rl_buffer").ReplayBuffer(1, 4, [(3, 0)], ["float32"]),
+     r"the shape of column 'column_0' must be a tuple of ints >= 1 .* but got \(3, 0\)"),
+    # A str or a dict of names would be taken apart silently.
+    (lambda: named("sar"), r"'names' must be a list of str, but got str"),
+    (lambda: named({"state": 0, "action": 1, "reward": 2}), r"'names' must be a list of str, but got dict"),
+    # The transition buffer's own Parameters: a column of one of their names broke every call.
+    *((lambda name=name: __import__("mindspore_rl_buffer").TransitionReplayBuffer(
+        4, 16, [(2,), (), (), (), ()], ["float32", "int32", "float32", "uint8", "uint8"],
+        names=[name, "action", "reward", "terminated", "truncated"]),
+       f"the column name '{name}' is reserved") for name in ("ranks", "finals", "last_ended", "head", "count")),
+    (lambda: __import__("mindspore_rl_buffer").TransitionReplayBuffer(
+        4, 2**20, [(84, 84, 84), (), (), (), ()], ["float32", "int32", "float32", "uint8", "uint8"]),
+     r"the size of column 'observation' must be at most 1099511627776 bytes"),
 ])
 def test_constructors_refuse_reserved_names_unsupported_dtypes_and_out_of_range_sizes(build, message):
     with pytest.raises((ValueError, TypeError), match=message):
