@@ -13,11 +13,12 @@ or with ``params``, as MindSpore RL 0.7 writes it, the shapes and dtypes either 
     {'number': 1, 'type': UniformReplayBuffer, 'params': {'capacity': 100000, 'sample_size': 64},
      'data_shape': [...], 'data_type': [...]}
 
-``number > 1`` gives an ``nn.CellList`` of independent buffers; ``sample_size`` defaults to 1
-(as MindSpore RL's loader has it). An entry without shapes takes them from an environment's
-spaces with ``create_buffer(entry, env=...)`` (see :mod:`.spaces`). A config's
-``replay_buffer`` may also be ``{'multi_type_replaybuffer': True, 'name': entry, ...}``, which
-:func:`create_buffer` turns into a dict of buffers by name.
+``number > 1`` (at most :data:`MAX_NUMBER`, 1024) gives an ``nn.CellList`` of independent
+buffers; ``sample_size`` defaults to 1 (as MindSpore RL's loader has it). An entry without
+shapes takes them from an environment's spaces with ``create_buffer(entry, env=...)`` (see
+:mod:`.spaces`). A config's ``replay_buffer`` may also be
+``{'multi_type_replaybuffer': True, 'name': entry, ...}``, which :func:`create_buffer` turns
+into a dict of buffers by name.
 
 The keys a type accepts are its constructor's arguments (``shapes``/``types`` spelt
 ``data_shape``/``data_type``): ``PriorityReplayBuffer`` also requires ``alpha``; it and
@@ -62,6 +63,11 @@ _MULTI = "multi_type_replaybuffer"
 _CONFIG_NAMES = {"shapes": "data_shape", "types": "data_type"}
 _CONSTRUCTOR_NAMES = {value: key for key, value in _CONFIG_NAMES.items()}
 _NOT_CONFIG_KEYS = ("dtypes", "batch_size")
+# The most buffers one entry may declare. MindSpore RL's configs give `number` 1, or one
+# buffer per actor; each buffer is a Cell with its own Parameters and compiled graphs, so a
+# mistyped count would go on building (10**11 held 1.5 GB after 25 s). 1024 is far above one
+# buffer per actor of any single-host job, and refuses such a count before anything is built.
+MAX_NUMBER = 1024
 
 
 def register_buffer_type(cls: type) -> type:
@@ -134,8 +140,9 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
     Raises:
         TypeError: If ``spec`` (or its ``params``) is not a dict, or a value has the wrong type.
         ValueError: If a key is missing, given twice or unknown for the type, a size is not
-            positive, ``alpha`` is negative, shapes and types differ in length, a dtype is
-            unknown, or ``sample_size > capacity`` without replacement.
+            positive, ``number`` exceeds :data:`MAX_NUMBER`, ``alpha`` is negative, shapes and
+            types differ in length, a dtype is unknown, or ``sample_size > capacity`` without
+            replacement.
 
     Examples:
         >>> cls, number, kwargs = buffer_arguments({'type': 'ReplayBuffer', 'capacity': 8,
@@ -158,6 +165,9 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
     required, optional = _config_keys(cls)
     params = _params(op, spec, cls, required + optional)
     number = check_size(op, "number", spec.get("number", 1))
+    if number > MAX_NUMBER:
+        raise _errors.value_error(op, "number", f"an int <= {MAX_NUMBER} (the most buffers one entry may build)",
+                                  number)
     if "data_shape" not in params and "data_type" not in params and env is not None:
         shapes, types, names = space_columns(env, done, op)
         params = {"data_shape": shapes, "data_type": types, "names": names, **params}
@@ -218,9 +228,14 @@ def create_buffer(spec: Mapping[str, Any], env: Any = None, *, done: bool = Fals
         ('PriorityReplayBuffer', 0.6, 100, 8)
     """
     if isinstance(spec, Mapping) and spec.get(_MULTI):
-        entries = {name: entry for name, entry in spec.items() if name != _MULTI}
-        return {name: create_buffer(entry, env, done=done) for name, entry in entries.items()}
-    cls, number, kwargs = buffer_arguments(spec, env, done)
+        # Every entry is validated before any buffer is built.
+        arguments = {name: buffer_arguments(entry, env, done) for name, entry in spec.items() if name != _MULTI}
+        return {name: _build(*entry) for name, entry in arguments.items()}
+    return _build(*buffer_arguments(spec, env, done))
+
+
+def _build(cls: type, number: int, kwargs: dict[str, Any]) -> Any:
+    """The buffers of one validated entry (from :func:`buffer_arguments`)."""
     # By name: the buffer types order their positional arguments differently.
     kwargs = {_CONSTRUCTOR_NAMES.get(key, key): value for key, value in kwargs.items()}
     if number == 1:

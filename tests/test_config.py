@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from mindspore import nn
 
 from mindspore_rl_buffer import ReplayBuffer, create_buffer, load_config
+from mindspore_rl_buffer.config import buffer_arguments
 
 ROOT = Path(__file__).resolve().parents[1]
 DQN_ENTRY = {"number": 1, "type": ReplayBuffer, "capacity": 100000,
@@ -65,6 +67,30 @@ def test_yaml_and_json_configs(tmp_path, suffix):
         path.write_text(yaml.safe_dump({"replay_buffer": entry}))
     rb = create_buffer(load_config(path)["replay_buffer"])
     assert rb.capacity == 50 and [s.shape for s in rb.specs] == [(4,), (1,)]
+
+
+def refuse_to_build(monkeypatch):
+    """Make building a ReplayBuffer fail the test: the errors below must come before any is built."""
+    @functools.wraps(ReplayBuffer.__init__)  # keeps the signature, which gives the config keys
+    def init(self, *args, **kwargs):
+        raise AssertionError("a ReplayBuffer was built before the config error was raised")
+
+    monkeypatch.setattr(ReplayBuffer, "__init__", init)
+
+
+def test_number_is_bounded_before_anything_is_built(monkeypatch):
+    assert buffer_arguments({**DQN_ENTRY, "number": 1024})[1] == 1024
+    refuse_to_build(monkeypatch)
+    for number in (1025, 100000000000):
+        with pytest.raises(ValueError, match=rf"For 'create_buffer', 'number' must be an int <= 1024 "
+                                             rf"\(the most buffers one entry may build\), but got {number}\."):
+            create_buffer({**DQN_ENTRY, "number": number})
+
+
+def test_multi_type_entries_are_all_validated_before_any_is_built(monkeypatch):
+    refuse_to_build(monkeypatch)
+    with pytest.raises(ValueError, match=r"'capacity' must be an int >= 1, but got 0"):
+        create_buffer({"multi_type_replaybuffer": True, "local": DQN_ENTRY, "global": {**DQN_ENTRY, "capacity": 0}})
 
 
 def without(key):
