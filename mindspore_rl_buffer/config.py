@@ -138,7 +138,8 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
         done (bool): With ``env``, add a done column. Default: ``False``.
 
     Raises:
-        TypeError: If ``spec`` (or its ``params``) is not a dict, or a value has the wrong type.
+        TypeError: If ``spec`` (or its ``params``) is not a dict, ``data_shape``, ``data_type`` or
+            ``names`` is not a list or tuple, or another value has the wrong type.
         ValueError: If a key is missing, given twice or unknown for the type, a size is not
             positive, ``number`` exceeds :data:`MAX_NUMBER`, ``alpha`` is negative, shapes and
             types differ in length, a dtype is unknown, or ``sample_size > capacity`` without
@@ -184,8 +185,13 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
     if not kwargs.get("replace", True) and kwargs["sample_size"] > kwargs["capacity"]:
         raise ValueError(f"For '{op}' without replacement, 'sample_size' ({kwargs['sample_size']}) "
                          f"must not exceed 'capacity' ({kwargs['capacity']}).")
+    for key in ("data_shape", "data_type", "names"):
+        if params.get(key) is not None and not isinstance(params[key], (list, tuple)):
+            raise _errors.type_error(op, key, "a list or tuple with one entry per column", params[key])
     try:
         specs = column_specs(params["data_shape"], params["data_type"], params.get("names"))
+    except TypeError as error:
+        raise TypeError(f"For '{op}', {error}") from None
     except ValueError as error:
         raise ValueError(f"For '{op}', {error}") from None
     kwargs["data_shape"] = [spec.shape for spec in specs]

@@ -111,8 +111,20 @@ def without(key):
     ({**DQN_ENTRY, "type": "ReplayBufer"}, ValueError, r"did you mean ReplayBuffer\?"),
     ({**DQN_ENTRY, "number": 0}, ValueError, r"'number' must be an int >= 1"),
     ([("capacity", 5)], TypeError, r"'spec' must be a dict"),
+    # Wrong types name the entry's key, as wrong values do, not the constructor's argument.
+    ({**DQN_ENTRY, "data_shape": 4}, TypeError,
+     r"^For 'create_buffer', 'data_shape' must be a list or tuple with one entry per column, but got int\.$"),
+    ({**DQN_ENTRY, "data_type": "float32"}, TypeError,
+     r"^For 'create_buffer', 'data_type' must be a list or tuple with one entry per column, but got str\.$"),
+    ({**DQN_ENTRY, "names": "sars"}, TypeError,
+     r"^For 'create_buffer', 'names' must be a list or tuple with one entry per column, but got str\.$"),
+    ({**DQN_ENTRY, "data_shape": [(4,), "1", (1,), (4,)]}, TypeError,
+     r"^For 'create_buffer', shapes\[1\] must be a tuple of non-negative ints, but got str\.$"),
+    ({**DQN_ENTRY, "names": ["state", "action", "reward", 3]}, TypeError,
+     r"^For 'create_buffer', the name of a spec must be a str, but got int\.$"),
 ])
-def test_bad_specs_name_the_key(entry, error, message):
+def test_bad_specs_name_the_key(monkeypatch, entry, error, message):
+    refuse_to_build(monkeypatch)
     with pytest.raises(error, match=message):
         create_buffer(entry)
 
