@@ -264,6 +264,15 @@ def _unknown_mindspore_attribute(path: Path, attribute: str) -> str:
     return "attribute"
 
 
+def _read_text(path: Path) -> str:
+    """The text of a YAML or JSON config file, which must be UTF-8 (as both formats' files are)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"For 'load_config', the config file '{path}' must be UTF-8 text, but got the byte "
+                         f"0x{error.object[error.start]:02x} at offset {error.start}, which is not UTF-8.") from None
+
+
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read an algorithm config file.
 
@@ -278,7 +287,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
     Raises:
         FileNotFoundError: If ``path`` does not exist.
         ValueError: If the file defines no ``algorithm_config`` dict, has an unknown
-            extension, or names an unknown MindSpore dtype (``ms.foat32``).
+            extension, is a YAML or JSON file that is not UTF-8 text, or names an unknown
+            MindSpore dtype (``ms.foat32``).
     """
     path = Path(path)
     if not path.is_file():
@@ -299,9 +309,9 @@ def load_config(path: str | Path) -> dict[str, Any]:
     elif suffix in (".yaml", ".yml"):
         import yaml
 
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+        config = yaml.safe_load(_read_text(path))
     elif suffix == ".json":
-        config = json.loads(path.read_text(encoding="utf-8"))
+        config = json.loads(_read_text(path))
     else:
         raise ValueError(f"For 'load_config', the config file must end in .py, .yaml, .yml or .json, "
                          f"but got '{path.name}'.")

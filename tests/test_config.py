@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import re
 from pathlib import Path
 
 import mindspore as ms
@@ -160,3 +161,12 @@ def test_load_config_errors(tmp_path):
     (tmp_path / "algo.toml").write_text("")
     with pytest.raises(ValueError, match=r"must end in \.py, \.yaml, \.yml or \.json"):
         load_config(tmp_path / "algo.toml")
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".yml", ".json"])
+def test_a_config_that_is_not_utf8_names_the_file(tmp_path, suffix):
+    path = tmp_path / f"algo{suffix}"
+    path.write_bytes(b"replay_buffer: {number: 1}\n\xff\xfe bad")
+    with pytest.raises(ValueError, match=rf"^For 'load_config', the config file '{re.escape(str(path))}' must be "
+                                         rf"UTF-8 text, but got the byte 0xff at offset 27, which is not UTF-8\.$"):
+        load_config(path)
