@@ -30,6 +30,7 @@ to validated constructor arguments; it never changes the caller's dict.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import json
 import runpy
@@ -273,6 +274,47 @@ def _read_text(path: Path) -> str:
                          f"0x{error.object[error.start]:02x} at offset {error.start}, which is not UTF-8.") from None
 
 
+@functools.cache
+def _unique_key_loader() -> type:
+    """PyYAML's ``SafeLoader``, refusing a mapping that gives a key twice (``safe_load`` keeps the last)."""
+    import yaml
+
+    # Merge keys (`<<: *base`, whose own keys override the base's) and value keys are not keys of the mapping.
+    not_keys = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def __init__(self, stream: str, path: Path) -> None:
+            super().__init__(stream)
+            self.path = path
+
+        def compose_mapping_node(self, anchor: Any) -> Any:
+            # Checked as composed: the constructor's merging later mixes the base's keys into the node.
+            node = super().compose_mapping_node(anchor)
+            first: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag in not_keys:
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if key in first:
+                    was, mark = first[key].start_mark, key_node.start_mark
+                    raise ValueError(f"For 'load_config', the key '{key_node.value}' must be given once in a mapping, "
+                                     f"but '{self.path}' gives it at line {was.line + 1}, column {was.column + 1} "
+                                     f"and again at line {mark.line + 1}, column {mark.column + 1}.")
+                first[key] = key_node
+            return node
+
+    return UniqueKeyLoader
+
+
+def _load_yaml(path: Path) -> Any:
+    """A YAML config, read as ``yaml.safe_load`` reads it but refusing a key given twice."""
+    loader = _unique_key_loader()(_read_text(path), path)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read an algorithm config file.
 
@@ -287,8 +329,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
     Raises:
         FileNotFoundError: If ``path`` does not exist.
         ValueError: If the file defines no ``algorithm_config`` dict, has an unknown
-            extension, is a YAML or JSON file that is not UTF-8 text, or names an unknown
-            MindSpore dtype (``ms.foat32``).
+            extension, is a YAML or JSON file that is not UTF-8 text, gives a key twice in one
+            YAML mapping, or names an unknown MindSpore dtype (``ms.foat32``).
     """
     path = Path(path)
     if not path.is_file():
@@ -307,9 +349,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
             raise
         config = namespace.get("algorithm_config")
     elif suffix in (".yaml", ".yml"):
-        import yaml
-
-        config = yaml.safe_load(_read_text(path))
+        config = _load_yaml(path)
     elif suffix == ".json":
         config = json.loads(_read_text(path))
     else:

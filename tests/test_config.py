@@ -170,3 +170,37 @@ def test_a_config_that_is_not_utf8_names_the_file(tmp_path, suffix):
     with pytest.raises(ValueError, match=rf"^For 'load_config', the config file '{re.escape(str(path))}' must be "
                                          rf"UTF-8 text, but got the byte 0xff at offset 27, which is not UTF-8\.$"):
         load_config(path)
+
+
+def test_a_yaml_key_given_twice_is_refused_naming_key_file_and_lines(tmp_path, monkeypatch):
+    refuse_to_build(monkeypatch)
+    flow = tmp_path / "flow.yaml"
+    flow.write_text("replay_buffer: {number: 1, type: ReplayBuffer, capacity: 100, capacity: 5, data_shape: [[4]], "
+                    "data_type: [float32], sample_size: 2}\n")
+    block = tmp_path / "block.yaml"
+    block.write_text("replay_buffer:\n  capacity: 100\nlearner: {gamma: 0.99}\nreplay_buffer:\n  capacity: 5\n")
+    for path, key, first, again in ((flow, "capacity", "line 1, column 48", "line 1, column 63"),
+                                    (block, "replay_buffer", "line 1, column 1", "line 4, column 1")):
+        where = re.escape(str(path))
+        with pytest.raises(ValueError, match=rf"^For 'load_config', the key '{key}' must be given once in a mapping, "
+                                             rf"but '{where}' gives it at {first} and again at {again}\.$"):
+            load_config(path)
+    # Keys that compare equal in Python are one key, however the file spells them.
+    (tmp_path / "spelt.yaml").write_text("seeds: {1: a, 0x1: b}\n")
+    with pytest.raises(ValueError, match=r"the key '0x1' must be given once"):
+        load_config(tmp_path / "spelt.yaml")
+
+
+def test_yaml_configs_read_as_safe_load_reads_them(tmp_path):
+    import yaml
+
+    shipped = ROOT / "configs" / "dqn.yaml"
+    assert load_config(shipped) == yaml.safe_load(shipped.read_text(encoding="utf-8"))
+    # A merge key's own keys override its base's; the same key in two mappings is no repeat.
+    path = tmp_path / "merge.yaml"
+    path.write_text("base: &base {capacity: 100, sample_size: 2, inner: &inner {a: 1}}\n"
+                    "replay_buffer: {<<: *base, capacity: 5, inner: {<<: *inner, a: 2}}\n"
+                    "other: {capacity: 7, tags: [x, x]}\n")
+    config = load_config(path)
+    assert config == yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert config["replay_buffer"] == {"capacity": 5, "sample_size": 2, "inner": {"a": 2}}
