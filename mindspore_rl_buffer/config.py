@@ -274,6 +274,27 @@ def _read_text(path: Path) -> str:
                          f"0x{error.object[error.start]:02x} at offset {error.start}, which is not UTF-8.") from None
 
 
+def _check_unique_dict_keys(path: Path) -> None:
+    """Refuse a dict display in a Python config that gives a constant key twice (Python keeps the last).
+
+    Read from the source before it runs (``ast.parse`` of the bytes honours a coding line); keys
+    that are not literals (``{ReplayBuffer: ...}``) and the modules the file imports are not checked.
+    """
+    for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+        if not isinstance(node, ast.Dict):
+            continue
+        first: dict[Any, ast.expr] = {}
+        for key in node.keys:
+            if not isinstance(key, ast.Constant):  # None for `**other`, or an expression
+                continue
+            if key.value in first:
+                was = first[key.value]
+                raise ValueError(f"For 'load_config', the key {key.value!r} must be given once in a dict, but "
+                                 f"'{path}' gives it at line {was.lineno}, column {was.col_offset + 1} and again "
+                                 f"at line {key.lineno}, column {key.col_offset + 1}.")
+            first[key.value] = key
+
+
 @functools.cache
 def _unique_key_loader() -> type:
     """PyYAML's ``SafeLoader``, refusing a mapping that gives a key twice (``safe_load`` keeps the last)."""
@@ -330,13 +351,14 @@ def load_config(path: str | Path) -> dict[str, Any]:
         FileNotFoundError: If ``path`` does not exist.
         ValueError: If the file defines no ``algorithm_config`` dict, has an unknown
             extension, is a YAML or JSON file that is not UTF-8 text, gives a key twice in one
-            YAML mapping, or names an unknown MindSpore dtype (``ms.foat32``).
+            YAML mapping or Python dict display, or names an unknown MindSpore dtype (``ms.foat32``).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"For 'load_config', no config file at '{path}'.")
     suffix = path.suffix.lower()
     if suffix == ".py":
+        _check_unique_dict_keys(path)
         try:
             namespace = runpy.run_path(str(path))
         except AttributeError as error:

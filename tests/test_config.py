@@ -204,3 +204,20 @@ def test_yaml_configs_read_as_safe_load_reads_them(tmp_path):
     config = load_config(path)
     assert config == yaml.safe_load(path.read_text(encoding="utf-8"))
     assert config["replay_buffer"] == {"capacity": 5, "sample_size": 2, "inner": {"a": 2}}
+
+
+def test_a_python_dict_key_given_twice_is_refused_before_the_file_runs(tmp_path):
+    ran = tmp_path / "ran"
+    path = tmp_path / "dqn_twice.py"
+    path.write_text(f"open({str(ran)!r}, 'w').close()\n"
+                    + DQN_SOURCE.replace("'capacity': 100000,", "'capacity': 100000, 'capacity': 5,"))
+    with pytest.raises(ValueError, match=rf"^For 'load_config', the key 'capacity' must be given once in a dict, "
+                                         rf"but '{re.escape(str(path))}' gives it at line 7, column 58 and again "
+                                         rf"at line 7, column 78\.$"):
+        load_config(path)
+    assert not ran.exists()
+
+
+@pytest.mark.parametrize("name", ["dqn.py", "dqn_nstep.py", "dqn_data_parallel.py"])
+def test_the_shipped_python_configs_load(name):
+    assert set(load_config(ROOT / "configs" / name)) >= {"replay_buffer", "learner", "trainer"}
