@@ -13,11 +13,12 @@ or with ``params``, as MindSpore RL 0.7 writes it, the shapes and dtypes either 
     {'number': 1, 'type': UniformReplayBuffer, 'params': {'capacity': 100000, 'sample_size': 64},
      'data_shape': [...], 'data_type': [...]}
 
-``number > 1`` gives an ``nn.CellList`` of independent buffers; ``sample_size`` defaults to 1
-(as MindSpore RL's loader has it). An entry without shapes takes them from an environment's
-spaces with ``create_buffer(entry, env=...)`` (see :mod:`.spaces`). A config's
-``replay_buffer`` may also be ``{'multi_type_replaybuffer': True, 'name': entry, ...}``, which
-:func:`create_buffer` turns into a dict of buffers by name.
+``number > 1`` (at most :data:`MAX_NUMBER`, 1024) gives an ``nn.CellList`` of independent
+buffers; ``sample_size`` defaults to 1 (as MindSpore RL's loader has it). An entry without
+shapes takes them from an environment's spaces with ``create_buffer(entry, env=...)`` (see
+:mod:`.spaces`). A config's ``replay_buffer`` may also be
+``{'multi_type_replaybuffer': True, 'name': entry, ...}``, which :func:`create_buffer` turns
+into a dict of buffers by name.
 
 The keys a type accepts are its constructor's arguments (``shapes``/``types`` spelt
 ``data_shape``/``data_type``): ``PriorityReplayBuffer`` also requires ``alpha``; it and
@@ -29,6 +30,7 @@ to validated constructor arguments; it never changes the caller's dict.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import json
 import runpy
@@ -62,6 +64,11 @@ _MULTI = "multi_type_replaybuffer"
 _CONFIG_NAMES = {"shapes": "data_shape", "types": "data_type"}
 _CONSTRUCTOR_NAMES = {value: key for key, value in _CONFIG_NAMES.items()}
 _NOT_CONFIG_KEYS = ("dtypes", "batch_size")
+# The most buffers one entry may declare. MindSpore RL's configs give `number` 1, or one
+# buffer per actor; each buffer is a Cell with its own Parameters and compiled graphs, so a
+# mistyped count would go on building (10**11 held 1.5 GB after 25 s). 1024 is far above one
+# buffer per actor of any single-host job, and refuses such a count before anything is built.
+MAX_NUMBER = 1024
 
 
 def register_buffer_type(cls: type) -> type:
@@ -132,10 +139,12 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
         done (bool): With ``env``, add a done column. Default: ``False``.
 
     Raises:
-        TypeError: If ``spec`` (or its ``params``) is not a dict, or a value has the wrong type.
+        TypeError: If ``spec`` (or its ``params``) is not a dict, ``data_shape``, ``data_type`` or
+            ``names`` is not a list or tuple, or another value has the wrong type.
         ValueError: If a key is missing, given twice or unknown for the type, a size is not
-            positive, ``alpha`` is negative, shapes and types differ in length, a dtype is
-            unknown, or ``sample_size > capacity`` without replacement.
+            positive, ``number`` exceeds :data:`MAX_NUMBER`, ``alpha`` is negative, shapes and
+            types differ in length, a dtype is unknown, or ``sample_size > capacity`` without
+            replacement.
 
     Examples:
         >>> cls, number, kwargs = buffer_arguments({'type': 'ReplayBuffer', 'capacity': 8,
@@ -158,6 +167,9 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
     required, optional = _config_keys(cls)
     params = _params(op, spec, cls, required + optional)
     number = check_size(op, "number", spec.get("number", 1))
+    if number > MAX_NUMBER:
+        raise _errors.value_error(op, "number", f"an int <= {MAX_NUMBER} (the most buffers one entry may build)",
+                                  number)
     if "data_shape" not in params and "data_type" not in params and env is not None:
         shapes, types, names = space_columns(env, done, op)
         params = {"data_shape": shapes, "data_type": types, "names": names, **params}
@@ -174,8 +186,13 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
     if not kwargs.get("replace", True) and kwargs["sample_size"] > kwargs["capacity"]:
         raise ValueError(f"For '{op}' without replacement, 'sample_size' ({kwargs['sample_size']}) "
                          f"must not exceed 'capacity' ({kwargs['capacity']}).")
+    for key in ("data_shape", "data_type", "names"):
+        if params.get(key) is not None and not isinstance(params[key], (list, tuple)):
+            raise _errors.type_error(op, key, "a list or tuple with one entry per column", params[key])
     try:
         specs = column_specs(params["data_shape"], params["data_type"], params.get("names"))
+    except TypeError as error:
+        raise TypeError(f"For '{op}', {error}") from None
     except ValueError as error:
         raise ValueError(f"For '{op}', {error}") from None
     kwargs["data_shape"] = [spec.shape for spec in specs]
@@ -218,9 +235,14 @@ def create_buffer(spec: Mapping[str, Any], env: Any = None, *, done: bool = Fals
         ('PriorityReplayBuffer', 0.6, 100, 8)
     """
     if isinstance(spec, Mapping) and spec.get(_MULTI):
-        entries = {name: entry for name, entry in spec.items() if name != _MULTI}
-        return {name: create_buffer(entry, env, done=done) for name, entry in entries.items()}
-    cls, number, kwargs = buffer_arguments(spec, env, done)
+        # Every entry is validated before any buffer is built.
+        arguments = {name: buffer_arguments(entry, env, done) for name, entry in spec.items() if name != _MULTI}
+        return {name: _build(*entry) for name, entry in arguments.items()}
+    return _build(*buffer_arguments(spec, env, done))
+
+
+def _build(cls: type, number: int, kwargs: dict[str, Any]) -> Any:
+    """The buffers of one validated entry (from :func:`buffer_arguments`)."""
     # By name: the buffer types order their positional arguments differently.
     kwargs = {_CONSTRUCTOR_NAMES.get(key, key): value for key, value in kwargs.items()}
     if number == 1:
@@ -243,6 +265,77 @@ def _unknown_mindspore_attribute(path: Path, attribute: str) -> str:
     return "attribute"
 
 
+def _read_text(path: Path) -> str:
+    """The text of a YAML or JSON config file, which must be UTF-8 (as both formats' files are)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"For 'load_config', the config file '{path}' must be UTF-8 text, but got the byte "
+                         f"0x{error.object[error.start]:02x} at offset {error.start}, which is not UTF-8.") from None
+
+
+def _check_unique_dict_keys(path: Path) -> None:
+    """Refuse a dict display in a Python config that gives a constant key twice (Python keeps the last).
+
+    Read from the source before it runs (``ast.parse`` of the bytes honours a coding line); keys
+    that are not literals (``{ReplayBuffer: ...}``) and the modules the file imports are not checked.
+    """
+    for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+        if not isinstance(node, ast.Dict):
+            continue
+        first: dict[Any, ast.expr] = {}
+        for key in node.keys:
+            if not isinstance(key, ast.Constant):  # None for `**other`, or an expression
+                continue
+            if key.value in first:
+                was = first[key.value]
+                raise ValueError(f"For 'load_config', the key {key.value!r} must be given once in a dict, but "
+                                 f"'{path}' gives it at line {was.lineno}, column {was.col_offset + 1} and again "
+                                 f"at line {key.lineno}, column {key.col_offset + 1}.")
+            first[key.value] = key
+
+
+@functools.cache
+def _unique_key_loader() -> type:
+    """PyYAML's ``SafeLoader``, refusing a mapping that gives a key twice (``safe_load`` keeps the last)."""
+    import yaml
+
+    # Merge keys (`<<: *base`, whose own keys override the base's) and value keys are not keys of the mapping.
+    not_keys = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def __init__(self, stream: str, path: Path) -> None:
+            super().__init__(stream)
+            self.path = path
+
+        def compose_mapping_node(self, anchor: Any) -> Any:
+            # Checked as composed: the constructor's merging later mixes the base's keys into the node.
+            node = super().compose_mapping_node(anchor)
+            first: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag in not_keys:
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if key in first:
+                    was, mark = first[key].start_mark, key_node.start_mark
+                    raise ValueError(f"For 'load_config', the key '{key_node.value}' must be given once in a mapping, "
+                                     f"but '{self.path}' gives it at line {was.line + 1}, column {was.column + 1} "
+                                     f"and again at line {mark.line + 1}, column {mark.column + 1}.")
+                first[key] = key_node
+            return node
+
+    return UniqueKeyLoader
+
+
+def _load_yaml(path: Path) -> Any:
+    """A YAML config, read as ``yaml.safe_load`` reads it but refusing a key given twice."""
+    loader = _unique_key_loader()(_read_text(path), path)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read an algorithm config file.
 
@@ -257,13 +350,15 @@ def load_config(path: str | Path) -> dict[str, Any]:
     Raises:
         FileNotFoundError: If ``path`` does not exist.
         ValueError: If the file defines no ``algorithm_config`` dict, has an unknown
-            extension, or names an unknown MindSpore dtype (``ms.foat32``).
+            extension, is a YAML or JSON file that is not UTF-8 text, gives a key twice in one
+            YAML mapping or Python dict display, or names an unknown MindSpore dtype (``ms.foat32``).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"For 'load_config', no config file at '{path}'.")
     suffix = path.suffix.lower()
     if suffix == ".py":
+        _check_unique_dict_keys(path)
         try:
             namespace = runpy.run_path(str(path))
         except AttributeError as error:
@@ -276,11 +371,9 @@ def load_config(path: str | Path) -> dict[str, Any]:
             raise
         config = namespace.get("algorithm_config")
     elif suffix in (".yaml", ".yml"):
-        import yaml
-
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+        config = _load_yaml(path)
     elif suffix == ".json":
-        config = json.loads(path.read_text(encoding="utf-8"))
+        config = json.loads(_read_text(path))
     else:
         raise ValueError(f"For 'load_config', the config file must end in .py, .yaml, .yml or .json, "
                          f"but got '{path.name}'.")

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import re
 from pathlib import Path
 
 import mindspore as ms
@@ -10,6 +12,7 @@ import pytest
 from mindspore import nn
 
 from mindspore_rl_buffer import ReplayBuffer, create_buffer, load_config
+from mindspore_rl_buffer.config import buffer_arguments
 
 ROOT = Path(__file__).resolve().parents[1]
 DQN_ENTRY = {"number": 1, "type": ReplayBuffer, "capacity": 100000,
@@ -67,6 +70,30 @@ def test_yaml_and_json_configs(tmp_path, suffix):
     assert rb.capacity == 50 and [s.shape for s in rb.specs] == [(4,), (1,)]
 
 
+def refuse_to_build(monkeypatch):
+    """Make building a ReplayBuffer fail the test: the errors below must come before any is built."""
+    @functools.wraps(ReplayBuffer.__init__)  # keeps the signature, which gives the config keys
+    def init(self, *args, **kwargs):
+        raise AssertionError("a ReplayBuffer was built before the config error was raised")
+
+    monkeypatch.setattr(ReplayBuffer, "__init__", init)
+
+
+def test_number_is_bounded_before_anything_is_built(monkeypatch):
+    assert buffer_arguments({**DQN_ENTRY, "number": 1024})[1] == 1024
+    refuse_to_build(monkeypatch)
+    for number in (1025, 100000000000):
+        with pytest.raises(ValueError, match=rf"For 'create_buffer', 'number' must be an int <= 1024 "
+                                             rf"\(the most buffers one entry may build\), but got {number}\."):
+            create_buffer({**DQN_ENTRY, "number": number})
+
+
+def test_multi_type_entries_are_all_validated_before_any_is_built(monkeypatch):
+    refuse_to_build(monkeypatch)
+    with pytest.raises(ValueError, match=r"'capacity' must be an int >= 1, but got 0"):
+        create_buffer({"multi_type_replaybuffer": True, "local": DQN_ENTRY, "global": {**DQN_ENTRY, "capacity": 0}})
+
+
 def without(key):
     return {k: v for k, v in DQN_ENTRY.items() if k != key}
 
@@ -85,8 +112,20 @@ def without(key):
     ({**DQN_ENTRY, "type": "ReplayBufer"}, ValueError, r"did you mean ReplayBuffer\?"),
     ({**DQN_ENTRY, "number": 0}, ValueError, r"'number' must be an int >= 1"),
     ([("capacity", 5)], TypeError, r"'spec' must be a dict"),
+    # Wrong types name the entry's key, as wrong values do, not the constructor's argument.
+    ({**DQN_ENTRY, "data_shape": 4}, TypeError,
+     r"^For 'create_buffer', 'data_shape' must be a list or tuple with one entry per column, but got int\.$"),
+    ({**DQN_ENTRY, "data_type": "float32"}, TypeError,
+     r"^For 'create_buffer', 'data_type' must be a list or tuple with one entry per column, but got str\.$"),
+    ({**DQN_ENTRY, "names": "sars"}, TypeError,
+     r"^For 'create_buffer', 'names' must be a list or tuple with one entry per column, but got str\.$"),
+    ({**DQN_ENTRY, "data_shape": [(4,), "1", (1,), (4,)]}, TypeError,
+     r"^For 'create_buffer', shapes\[1\] must be a tuple of non-negative ints, but got str\.$"),
+    ({**DQN_ENTRY, "names": ["state", "action", "reward", 3]}, TypeError,
+     r"^For 'create_buffer', the name of a spec must be a str, but got int\.$"),
 ])
-def test_bad_specs_name_the_key(entry, error, message):
+def test_bad_specs_name_the_key(monkeypatch, entry, error, message):
+    refuse_to_build(monkeypatch)
     with pytest.raises(error, match=message):
         create_buffer(entry)
 
@@ -122,3 +161,63 @@ def test_load_config_errors(tmp_path):
     (tmp_path / "algo.toml").write_text("")
     with pytest.raises(ValueError, match=r"must end in \.py, \.yaml, \.yml or \.json"):
         load_config(tmp_path / "algo.toml")
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".yml", ".json"])
+def test_a_config_that_is_not_utf8_names_the_file(tmp_path, suffix):
+    path = tmp_path / f"algo{suffix}"
+    path.write_bytes(b"replay_buffer: {number: 1}\n\xff\xfe bad")
+    with pytest.raises(ValueError, match=rf"^For 'load_config', the config file '{re.escape(str(path))}' must be "
+                                         rf"UTF-8 text, but got the byte 0xff at offset 27, which is not UTF-8\.$"):
+        load_config(path)
+
+
+def test_a_yaml_key_given_twice_is_refused_naming_key_file_and_lines(tmp_path, monkeypatch):
+    refuse_to_build(monkeypatch)
+    flow = tmp_path / "flow.yaml"
+    flow.write_text("replay_buffer: {number: 1, type: ReplayBuffer, capacity: 100, capacity: 5, data_shape: [[4]], "
+                    "data_type: [float32], sample_size: 2}\n")
+    block = tmp_path / "block.yaml"
+    block.write_text("replay_buffer:\n  capacity: 100\nlearner: {gamma: 0.99}\nreplay_buffer:\n  capacity: 5\n")
+    for path, key, first, again in ((flow, "capacity", "line 1, column 48", "line 1, column 63"),
+                                    (block, "replay_buffer", "line 1, column 1", "line 4, column 1")):
+        where = re.escape(str(path))
+        with pytest.raises(ValueError, match=rf"^For 'load_config', the key '{key}' must be given once in a mapping, "
+                                             rf"but '{where}' gives it at {first} and again at {again}\.$"):
+            load_config(path)
+    # Keys that compare equal in Python are one key, however the file spells them.
+    (tmp_path / "spelt.yaml").write_text("seeds: {1: a, 0x1: b}\n")
+    with pytest.raises(ValueError, match=r"the key '0x1' must be given once"):
+        load_config(tmp_path / "spelt.yaml")
+
+
+def test_yaml_configs_read_as_safe_load_reads_them(tmp_path):
+    import yaml
+
+    shipped = ROOT / "configs" / "dqn.yaml"
+    assert load_config(shipped) == yaml.safe_load(shipped.read_text(encoding="utf-8"))
+    # A merge key's own keys override its base's; the same key in two mappings is no repeat.
+    path = tmp_path / "merge.yaml"
+    path.write_text("base: &base {capacity: 100, sample_size: 2, inner: &inner {a: 1}}\n"
+                    "replay_buffer: {<<: *base, capacity: 5, inner: {<<: *inner, a: 2}}\n"
+                    "other: {capacity: 7, tags: [x, x]}\n")
+    config = load_config(path)
+    assert config == yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert config["replay_buffer"] == {"capacity": 5, "sample_size": 2, "inner": {"a": 2}}
+
+
+def test_a_python_dict_key_given_twice_is_refused_before_the_file_runs(tmp_path):
+    ran = tmp_path / "ran"
+    path = tmp_path / "dqn_twice.py"
+    path.write_text(f"open({str(ran)!r}, 'w').close()\n"
+                    + DQN_SOURCE.replace("'capacity': 100000,", "'capacity': 100000, 'capacity': 5,"))
+    with pytest.raises(ValueError, match=rf"^For 'load_config', the key 'capacity' must be given once in a dict, "
+                                         rf"but '{re.escape(str(path))}' gives it at line 7, column 58 and again "
+                                         rf"at line 7, column 78\.$"):
+        load_config(path)
+    assert not ran.exists()
+
+
+@pytest.mark.parametrize("name", ["dqn.py", "dqn_nstep.py", "dqn_data_parallel.py"])
+def test_the_shipped_python_configs_load(name):
+    assert set(load_config(ROOT / "configs" / name)) >= {"replay_buffer", "learner", "trainer"}
