@@ -24,7 +24,7 @@ FLOAT_DTYPES = (ms.float16, ms.bfloat16, ms.float32, ms.float64)
 
 
 # ------------------------------------------------------------------------------ scalars
-_NO_MAXIMUM = 2**63  # for checks that bound the value themselves, with their own reason
+NO_MAXIMUM = 2**63  # for checks that bound the value themselves, with their own reason
 def check_size(op: str, arg: str, value: Any, minimum: int = 1, maximum: int = MAX_CAPACITY) -> int:
     """Return ``value`` if it is an int in ``[minimum, maximum]`` (not a bool); raise otherwise.
 
@@ -43,7 +43,7 @@ def check_size(op: str, arg: str, value: Any, minimum: int = 1, maximum: int = M
 
 def check_capacity(op: str, arg: str, value: Any) -> int:
     """A capacity: an int in ``[1, MAX_CAPACITY]``, where the int32 cursor arithmetic is exact."""
-    value = check_size(op, arg, value, maximum=_NO_MAXIMUM)
+    value = check_size(op, arg, value, maximum=NO_MAXIMUM)
     if value > MAX_CAPACITY:
         raise _errors.value_error(op, arg, f"an int <= {MAX_CAPACITY} (2**30, the largest capacity whose int32 "
                                            f"cursor arithmetic is exact)", value)
@@ -54,7 +54,7 @@ def check_seed(op: str, value: Any) -> int | None:
     """A seed: ``None``, or an int in ``[0, 2**31)`` (what MindSpore's random operators take)."""
     if value is None:
         return None
-    value = check_size(op, "seed", value, minimum=0, maximum=_NO_MAXIMUM)
+    value = check_size(op, "seed", value, minimum=0, maximum=NO_MAXIMUM)
     if value >= 2**31:
         raise _errors.value_error(op, "seed", "an int in [0, 2**31)", value)
     return value

@@ -41,7 +41,7 @@ from typing import Any
 from mindspore import nn
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._validation import check_exponent, check_size
+from mindspore_rl_buffer._validation import NO_MAXIMUM, check_capacity, check_exponent, check_size
 from mindspore_rl_buffer.compat import UniformReplayBuffer
 from mindspore_rl_buffer.priority_replay_buffer import PriorityReplayBuffer
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
@@ -166,7 +166,7 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
     cls = _buffer_type(spec["type"])
     required, optional = _config_keys(cls)
     params = _params(op, spec, cls, required + optional)
-    number = check_size(op, "number", spec.get("number", 1))
+    number = check_size(op, "number", spec.get("number", 1), maximum=NO_MAXIMUM)  # bounded below, with the reason
     if number > MAX_NUMBER:
         raise _errors.value_error(op, "number", f"an int <= {MAX_NUMBER} (the most buffers one entry may build)",
                                   number)
@@ -179,7 +179,7 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
                    "MindSpore Reinforcement's sessions fill them)." if key in ("data_shape", "data_type") else "")
             raise ValueError(f"For '{op}', the key '{key}' is missing.{how}")
     kwargs = dict(params)
-    kwargs["capacity"] = check_size(op, "capacity", params["capacity"])
+    kwargs["capacity"] = check_capacity(op, "capacity", params["capacity"])
     kwargs["sample_size"] = check_size(op, "sample_size", params.get("sample_size", 1))
     if "alpha" in kwargs:
         kwargs["alpha"] = check_exponent(op, "alpha", params["alpha"])

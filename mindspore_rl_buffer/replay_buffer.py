@@ -8,6 +8,7 @@ from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import Launch, buffer_method
 from mindspore_rl_buffer._validation import (
     check_bool,
+    check_capacity,
     check_not_empty,
     check_ordered,
     check_ordered_graph,
@@ -89,7 +90,7 @@ class ReplayBuffer(RingBuffer):
     ) -> None:
         op = type(self).__name__
         sample_size = check_size(op, "sample_size", sample_size)
-        capacity = check_size(op, "capacity", capacity)
+        capacity = check_capacity(op, "capacity", capacity)
         check_bool(op, "ordered", ordered)
         check_bool(op, "replace", replace)
         if not replace and sample_size > capacity:
