@@ -12,7 +12,8 @@ leaves the previous checkpoint intact.
 
 ``load_checkpoint(path, net)`` is the one restore path. It validates everything first: the
 file, each buffer's record against the buffer's own, every tensor's presence, shape and
-dtype, and each buffer's cursor contract (:meth:`Checkpointable.check_checkpoint`). Only
+dtype, each buffer's cursor contract (:meth:`Checkpointable.checkpoint_cursors`) and the
+rest of its state (:meth:`Checkpointable.checkpoint_state`: a priority buffer's trees). Only
 then does it restore, **in place** (``Parameter.copy_``): MindSpore's own
 ``load_checkpoint(path, net)`` replaces Parameter storage with ``set_data``, which graphs
 compiled before the restore do not see. Every mismatch found is reported in one error, and
@@ -105,6 +106,72 @@ def episode_contract(head: int, count: int, last_ended: np.ndarray, finals: int,
     return problems
 
 
+# How far a tree node may be from what its children give. Each is one float32 operation on
+# them (ops.priority.tree_writes), but a slot repeated in one update may be written from leaf
+# values one unit of rounding apart (MindSpore 2.10's CPU pow, measured on the 9th of 9 equal
+# values), a node and its child from different repeats: allow some units of float32
+# rounding, far below a corruption that changes what is sampled.
+TREE_RTOL = 1e-5
+
+
+def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: np.ndarray, count: int,
+                      names: tuple[str, str, str]) -> list[str]:
+    """What breaks the trees of a priority buffer (``mindspore_rl_buffer.ops.priority``), or ``[]``.
+
+    The invariants its operators keep: ``max_priority`` is finite and positive; the stored
+    slots ``[0, count)`` (the ring holds ``count`` items; ``count`` keeps the ring contract,
+    checked apart) have positive finite leaves, equal in both trees; every other leaf is 0 in
+    the sum tree and ``+inf`` in the min tree; every inner node is the sum (the minimum) of its
+    two children. Values computed apart are compared within :data:`TREE_RTOL`; each problem
+    names its Parameter (``names``: the sum tree's, the min tree's, ``max_priority``'s).
+    """
+    sum_name, min_name, max_name = names
+    top = float(np.asarray(max_priority, np.float64).reshape(-1)[0])
+    problems = []
+    if not (np.isfinite(top) and top > 0):
+        problems.append(f"Parameter '{max_name}' must be finite and > 0, but got {top}")
+    sums, mins = np.asarray(sum_tree, np.float64), np.asarray(min_tree, np.float64)
+    bad = np.flatnonzero(~(np.isfinite(sums) & (sums >= 0)))
+    if bad.size:
+        problems.append(f"Parameter '{sum_name}' must be finite and >= 0 in every node, but got {sums[bad[0]]} "
+                        f"at node {bad[0]} ({bad.size} such nodes)")
+    bad = np.flatnonzero(~(mins >= 0))  # +inf marks slots not stored
+    if bad.size:
+        problems.append(f"Parameter '{min_name}' must be >= 0 (or +inf) in every node, but got {mins[bad[0]]} "
+                        f"at node {bad[0]} ({bad.size} such nodes)")
+    if problems:
+        return problems
+    size = sums.size // 2  # slot s is the leaf node size + s; node 0 is unused
+    stored = np.arange(size) < count
+    sum_leaves, min_leaves = sums[size:], mins[size:]
+    after = f"the slots not stored (from slot {count} on)"
+    for name, wrong, what, values in (
+            (sum_name, stored & ~(sum_leaves > 0), f"a leaf > 0 for each of the {count} stored slots", sum_leaves),
+            (sum_name, ~stored & (sum_leaves != 0), f"0 for {after}", sum_leaves),
+            (min_name, stored & ~np.isclose(min_leaves, sum_leaves, rtol=TREE_RTOL, atol=0),
+             f"the leaves of '{sum_name}' for the stored slots",
+             min_leaves),
+            (min_name, ~stored & (min_leaves != np.inf), f"+inf for {after}", min_leaves)):
+        slots = np.flatnonzero(wrong)
+        if slots.size:
+            problems.append(f"Parameter '{name}' must hold {what}, but got {values[slots[0]]} for slot {slots[0]} "
+                            f"({slots.size} such slots)")
+    inner = np.arange(1, size)
+    children = sums[2 * inner] + sums[2 * inner + 1]
+    bad = inner[~np.isclose(sums[inner], children, rtol=TREE_RTOL, atol=0)]
+    if bad.size:
+        problems.append(f"Parameter '{sum_name}' must hold in every inner node the sum of its two children, but "
+                        f"node {bad[0]} holds {sums[bad[0]]} where its children sum to {children[bad[0] - 1]} "
+                        f"({bad.size} such nodes)")
+    children = np.minimum(mins[2 * inner], mins[2 * inner + 1])
+    bad = inner[~np.isclose(mins[inner], children, rtol=TREE_RTOL, atol=0)]
+    if bad.size:
+        problems.append(f"Parameter '{min_name}' must hold in every inner node the minimum of its two children, "
+                        f"but node {bad[0]} holds {mins[bad[0]]} where their minimum is {children[bad[0] - 1]} "
+                        f"({bad.size} such nodes)")
+    return problems
+
+
 class Checkpointable:
     """The checkpoint protocol every buffer implements; ``save``/``load`` go through it.
 
@@ -123,6 +190,12 @@ class Checkpointable:
 
     def checkpoint_cursors(self, read: Any) -> list[str]:
         """Problems with the cursors that ``read(parameter)`` gives for this buffer's Parameters."""
+        return []
+
+    def checkpoint_state(self, read: Any) -> list[str]:
+        """Problems with the state beyond the cursors (a priority buffer's trees) that
+        ``read(parameter)`` gives, each naming its Parameter; asked only when the cursors keep
+        their contract."""
         return []
 
     def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
@@ -155,8 +228,9 @@ class Checkpointable:
 
     def load(self, path: str | os.PathLike) -> None:
         """Restore this buffer from ``path`` in place; refuses a checkpoint of another type,
-        capacity, shape, dtype or binding setting, or whose cursors break the contract, and
-        then leaves the buffer unchanged. See :func:`mindspore_rl_buffer.load_checkpoint`."""
+        capacity, shape, dtype or binding setting, or whose cursors break the contract, or
+        whose trees (of a priority buffer) are not ones it builds, and then leaves the buffer
+        unchanged. See :func:`mindspore_rl_buffer.load_checkpoint`."""
         load_checkpoint(path, self)
 
 
@@ -344,8 +418,9 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
         TypeError: If ``net`` is neither a Cell nor a buffer.
         ValueError: If the file is corrupt or truncated, records a buffer of another type,
             capacity, columns or binding setting, lacks a tensor of ``net``, holds one of
-            another shape or dtype, or holds cursors that break the contract. Every problem
-            found is named; ``net`` is left unchanged.
+            another shape or dtype, or holds cursors that break the contract or a state the
+            buffer cannot reach (a priority buffer's trees and ``max_priority``, see
+            :func:`priority_contract`). Every problem found is named; ``net`` is left unchanged.
     """
     op = "load"
     state = _state(op, net)
@@ -386,8 +461,11 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
             return host[key(tensor)] if host is not None else loaded[key(tensor)].asnumpy()
 
         for name, buffer in buffers.items():
-            problems += [f"the cursors of '{name}' in '{path}' break the contract: {problem}"
-                         for problem in buffer.checkpoint_cursors(read)]
+            cursors = buffer.checkpoint_cursors(read)
+            problems += [f"the cursors of '{name}' in '{path}' break the contract: {problem}" for problem in cursors]
+            if not cursors:
+                problems += [f"the state of '{name}' in '{path}' is not one the buffer can reach: {problem}"
+                             for problem in buffer.checkpoint_state(read)]
     if problems:
         ours = "; ".join(f"{name}: {buffer.checkpoint_record()}" for name, buffer in buffers.items())
         theirs = "; ".join(f"{name}: {record}" for name, record in (records or {}).items()) or "no buffer record"
