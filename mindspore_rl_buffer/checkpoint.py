@@ -50,6 +50,8 @@ from mindspore_rl_buffer.specs import TensorSpec, mindspore_dtype
 FORMAT = "mindspore_rl_buffer-checkpoint-2"
 FORMAT_1 = "mindspore_rl_buffer-checkpoint-1"
 RECORD = "mindspore_rl_buffer.record"
+# The keys of every buffer's record in format 2: a record without one would skip its check.
+RECORD_KEYS = ("type", "capacity", "specs", "settings")
 # File formats of mindspore.save_checkpoint, by suffix. safetensors streams: saving and
 # loading a 1 GiB buffer needs almost no memory beyond the buffer; ckpt needs 2-3 copies.
 FORMATS = {".safetensors": "safetensors", ".ckpt": "ckpt"}
@@ -354,16 +356,30 @@ def _upgrade(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dict[str, Any
         if not isinstance(records, dict) or not all(isinstance(r, dict) for r in records.values()) \
                 or not isinstance(checksums, dict):
             raise ValueError("the records are not a dict of dicts")
+        if version == FORMAT:
+            for name, record in records.items():
+                missing = [key for key in RECORD_KEYS if key not in record]
+                if missing:
+                    raise ValueError(f"the record of '{name}' must hold 'type', 'capacity', 'specs' and 'settings', "
+                                     f"as every record of format 2 does, but it has no {missing[0]!r}")
+                if not isinstance(record["settings"], dict):
+                    raise ValueError(f"the settings in the record of '{name}' must be a dict, but got "
+                                     f"{type(record['settings']).__name__}")
     except (ValueError, KeyError, AttributeError, TypeError, UnicodeDecodeError) as error:
         raise ValueError(f"For '{op}', '{path}' has an unreadable buffer record: {error}") from error
     return loaded, records, checksums
 
 
 def _record_1(text: str) -> dict[str, Any]:
+    """A record of format 1 (a repr): its type, and its ``alpha``, the one setting that format
+    recorded and the one binding setting of the buffers it wrote (a priority buffer's)."""
     record: dict[str, Any] = {"type": text.split("(", 1)[0]}
     alpha = re.search(r"\balpha=([0-9.eE+-]+)", text)
     if alpha:
         record["settings"] = {"alpha": float(alpha.group(1))}
+    elif record["type"] == "PriorityReplayBuffer":
+        raise ValueError("the record of a PriorityReplayBuffer must hold its alpha, as every record of format 1 "
+                         f"does, but got {text!r}")
     return record
 
 
@@ -386,14 +402,20 @@ def _record_problems(path: Path, name: str, ours: dict[str, Any], theirs: dict[s
     if theirs is None or theirs.get("type") != ours["type"]:
         return [f"'{path}' records no {ours['type']} at '{name}'"]
     problems = []
+    # Records of format 2 hold every key (checked by _upgrade); those of format 1 hold some (no
+    # specs, no capacity but a shard's, no settings but a priority buffer's alpha and a shard's).
     for key in ("capacity", "specs"):
         if key in theirs and theirs[key] != ours[key]:
-            problems.append(f"the {key} in '{path}' must be {ours[key]} to match this buffer, but got {theirs[key]}")
-    settings = theirs.get("settings", {})
-    for key in binding:
-        if key in settings and settings[key] != ours["settings"][key]:
-            problems.append(f"the {key} in '{path}' must be {ours['settings'][key]} to match this buffer, "
-                            f"but got {settings[key]}")
+            problems.append(f"the {key} in '{path}' must be {ours[key]!r} to match this buffer, "
+                            f"but got {theirs[key]!r}")
+    if "settings" in theirs:
+        for key in binding:
+            if key not in theirs["settings"]:
+                problems.append(f"the {key} in '{path}' must be {ours['settings'][key]!r} to match this buffer, "
+                                f"but the record of '{name}' has no {key}")
+            elif theirs["settings"][key] != ours["settings"][key]:
+                problems.append(f"the {key} in '{path}' must be {ours['settings'][key]!r} to match this buffer, "
+                                f"but got {theirs['settings'][key]!r}")
     return problems
 
 
@@ -417,7 +439,8 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
         FileNotFoundError: If ``path`` does not exist.
         TypeError: If ``net`` is neither a Cell nor a buffer.
         ValueError: If the file is corrupt or truncated, records a buffer of another type,
-            capacity, columns or binding setting, lacks a tensor of ``net``, holds one of
+            capacity, columns or binding setting, has a record that lacks one of them (a
+            file without records is checked without them), lacks a tensor of ``net``, holds one of
             another shape or dtype, or holds cursors that break the contract or a state the
             buffer cannot reach (a priority buffer's trees and ``max_priority``, see
             :func:`priority_contract`). Every problem found is named; ``net`` is left unchanged.

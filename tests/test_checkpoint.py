@@ -1,6 +1,7 @@
 """save/load: exact restores for every buffer type, refusals that change nothing, atomic writes."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from mindspore_rl_buffer import (
     load_checkpoint,
     save_checkpoint,
 )
+from mindspore_rl_buffer.checkpoint import FORMAT_1, RECORD
 from tests.helpers import DTYPES, NAMES, SHAPES, Learner, RingModel, decode, encoded_batch, make, state_of
 
 
@@ -473,3 +475,89 @@ def test_the_tree_check_accepts_every_state_the_buffer_reaches(tmp_path):
             restored.load(path)
             for saved, param in zip(prb.get_parameters(), restored.get_parameters()):
                 np.testing.assert_array_equal(saved.asnumpy(), param.asnumpy())
+
+
+
+# ------------------------------------------------------------- records that lack a key
+def with_record(path, tmp_path, edit):
+    """``path`` rewritten by ``mindspore.save_checkpoint`` with its record (JSON) changed by ``edit``."""
+    loaded = ms.load_checkpoint(str(path))
+    meta = json.loads(loaded.pop(RECORD).asnumpy().tobytes())
+    edit(meta)
+    params = [{"name": name, "data": value} for name, value in loaded.items()]
+    params.append({"name": RECORD, "data": Tensor(np.frombuffer(json.dumps(meta).encode(), np.uint8).copy())})
+    edited = str(tmp_path / "edited.ckpt")
+    ms.save_checkpoint(params, edited)
+    return edited
+
+
+def without(key):
+    def edit(meta):
+        meta["buffers"]["."].pop(key)
+        meta.pop("checksums")
+    return edit
+
+
+def setting(key, value):
+    def edit(meta):
+        meta["buffers"]["."][key] = value
+    return edit
+
+
+def without_alpha(meta):
+    meta["buffers"]["."]["settings"].pop("alpha")
+
+
+def format_1_without_alpha(meta):
+    meta.update(format=FORMAT_1, buffers={".": "PriorityReplayBuffer(sample_size=4, capacity=6, columns=[])"})
+    meta.pop("checksums")
+
+
+# (edit of a record written with alpha 0.9, alpha of the buffer loading it, the refusal). The
+# alpha matches where the case is not about it, so the missing key alone must refuse.
+RECORDS_LACKING = {
+    "no_settings": (without("settings"), 0.1, r"unreadable buffer record: the record of '\.' must hold 'type', "
+                                                r"'capacity', 'specs' and 'settings', .* but it has no 'settings'"),
+    "no_alpha": (without_alpha, 0.1, r"the alpha in .* must be 0\.1 to match this buffer, but the record of '\.' "
+                                     r"has no alpha"),
+    "no_capacity": (without("capacity"), 0.9, r"unreadable buffer record: .* but it has no 'capacity'"),
+    "no_specs": (without("specs"), 0.9, r"unreadable buffer record: .* but it has no 'specs'"),
+    "settings_not_a_dict": (setting("settings", []), 0.9, r"the settings in the record of '\.' must be a dict, "
+                                                           r"but got list"),
+    "capacity_a_string": (setting("capacity", "6"), 0.9, r"the capacity in .* must be 6 to match this buffer, "
+                                                          r"but got '6'"),
+    "format_1_without_alpha": (format_1_without_alpha, 0.1, r"unreadable buffer record: the record of a "
+                                                            r"PriorityReplayBuffer must hold its alpha"),
+}
+
+
+@pytest.mark.parametrize("case", list(RECORDS_LACKING))
+def test_a_record_lacking_a_binding_setting_or_a_key_is_refused_and_changes_nothing(tmp_path, case):
+    edit, alpha, message = RECORDS_LACKING[case]
+    source = priority_buffer(alpha=0.9)
+    source.insert(encoded_batch(0, 4))
+    source.update_priorities(np.array([0], np.int32), np.array([5.0], np.float32))
+    path = with_record(source.save(tmp_path / "prb.ckpt"), tmp_path, edit)
+    target = priority_buffer(alpha=alpha)
+    target.insert(encoded_batch(50, 3))
+    target.sample(0.4)
+    before = [param.asnumpy().copy() for param in target.get_parameters()]
+    with pytest.raises(ValueError, match=message):
+        target.load(path)
+    for saved, param in zip(before, target.get_parameters()):
+        np.testing.assert_array_equal(saved, param.asnumpy())
+    assert set(decode(*target.sample(0.4)[2:])) <= {50, 51, 52}
+    target.insert(encoded_batch(60, 1))
+    assert int(target.size()) == 4
+
+
+def test_a_complete_record_and_a_file_without_records_still_load(tmp_path):
+    source = priority_buffer(alpha=0.9)
+    source.insert(encoded_batch(0, 4))
+    path = with_record(source.save(tmp_path / "prb.ckpt"), tmp_path, lambda meta: None)
+    priority_buffer(alpha=0.9).load(path)
+    plain = str(tmp_path / "plain.ckpt")  # mindspore.save_checkpoint(buffer): no record, so no settings to check
+    ms.save_checkpoint(source, plain)
+    restored = priority_buffer(alpha=0.9)
+    restored.load(plain)
+    assert set(decode(*restored.sample(0.4)[2:])) <= {0, 1, 2, 3}
