@@ -230,9 +230,9 @@ class Checkpointable:
 
     def load(self, path: str | os.PathLike) -> None:
         """Restore this buffer from ``path`` in place; refuses a checkpoint of another type,
-        capacity, shape, dtype or binding setting, or whose cursors break the contract, or
-        whose trees (of a priority buffer) are not ones it builds, and then leaves the buffer
-        unchanged. See :func:`mindspore_rl_buffer.load_checkpoint`."""
+        capacity, shape, dtype or binding setting (or whose record lacks one), or whose cursors
+        break the contract, or whose trees (of a priority buffer) are not ones it builds, and
+        then leaves the buffer unchanged. See :func:`mindspore_rl_buffer.load_checkpoint`."""
         load_checkpoint(path, self)
 
 
@@ -371,8 +371,8 @@ def _upgrade(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dict[str, Any
 
 
 def _record_1(text: str) -> dict[str, Any]:
-    """A record of format 1 (a repr): its type, and its ``alpha``, the one setting that format
-    recorded and the one binding setting of the buffers it wrote (a priority buffer's)."""
+    """A record of format 1 (a repr): its type and, for a priority buffer, the ``alpha`` that
+    text always held; no other setting of that text is read back."""
     record: dict[str, Any] = {"type": text.split("(", 1)[0]}
     alpha = re.search(r"\balpha=([0-9.eE+-]+)", text)
     if alpha:
