@@ -12,7 +12,8 @@ leaves the previous checkpoint intact.
 
 ``load_checkpoint(path, net)`` is the one restore path. It validates everything first: the
 file, each buffer's record against the buffer's own, every tensor's presence, shape and
-dtype, and each buffer's cursor contract (:meth:`Checkpointable.check_checkpoint`). Only
+dtype, each buffer's cursor contract (:meth:`Checkpointable.checkpoint_cursors`) and the
+rest of its state (:meth:`Checkpointable.checkpoint_state`: a priority buffer's trees). Only
 then does it restore, **in place** (``Parameter.copy_``): MindSpore's own
 ``load_checkpoint(path, net)`` replaces Parameter storage with ``set_data``, which graphs
 compiled before the restore do not see. Every mismatch found is reported in one error, and
@@ -49,6 +50,8 @@ from mindspore_rl_buffer.specs import TensorSpec, mindspore_dtype
 FORMAT = "mindspore_rl_buffer-checkpoint-2"
 FORMAT_1 = "mindspore_rl_buffer-checkpoint-1"
 RECORD = "mindspore_rl_buffer.record"
+# The keys of every buffer's record in format 2: a record without one would skip its check.
+RECORD_KEYS = ("type", "capacity", "specs", "settings")
 # File formats of mindspore.save_checkpoint, by suffix. safetensors streams: saving and
 # loading a 1 GiB buffer needs almost no memory beyond the buffer; ckpt needs 2-3 copies.
 FORMATS = {".safetensors": "safetensors", ".ckpt": "ckpt"}
@@ -105,6 +108,72 @@ def episode_contract(head: int, count: int, last_ended: np.ndarray, finals: int,
     return problems
 
 
+# How far a tree node may be from what its children give. Each is one float32 operation on
+# them (ops.priority.tree_writes), but a slot repeated in one update may be written from leaf
+# values one unit of rounding apart (MindSpore 2.10's CPU pow, measured on the 9th of 9 equal
+# values), a node and its child from different repeats: allow some units of float32
+# rounding, far below a corruption that changes what is sampled.
+TREE_RTOL = 1e-5
+
+
+def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: np.ndarray, count: int,
+                      names: tuple[str, str, str]) -> list[str]:
+    """What breaks the trees of a priority buffer (``mindspore_rl_buffer.ops.priority``), or ``[]``.
+
+    The invariants its operators keep: ``max_priority`` is finite and positive; the stored
+    slots ``[0, count)`` (the ring holds ``count`` items; ``count`` keeps the ring contract,
+    checked apart) have positive finite leaves, equal in both trees; every other leaf is 0 in
+    the sum tree and ``+inf`` in the min tree; every inner node is the sum (the minimum) of its
+    two children. Values computed apart are compared within :data:`TREE_RTOL`; each problem
+    names its Parameter (``names``: the sum tree's, the min tree's, ``max_priority``'s).
+    """
+    sum_name, min_name, max_name = names
+    top = float(np.asarray(max_priority, np.float64).reshape(-1)[0])
+    problems = []
+    if not (np.isfinite(top) and top > 0):
+        problems.append(f"Parameter '{max_name}' must be finite and > 0, but got {top}")
+    sums, mins = np.asarray(sum_tree, np.float64), np.asarray(min_tree, np.float64)
+    bad = np.flatnonzero(~(np.isfinite(sums) & (sums >= 0)))
+    if bad.size:
+        problems.append(f"Parameter '{sum_name}' must be finite and >= 0 in every node, but got {sums[bad[0]]} "
+                        f"at node {bad[0]} ({bad.size} such nodes)")
+    bad = np.flatnonzero(~(mins >= 0))  # +inf marks slots not stored
+    if bad.size:
+        problems.append(f"Parameter '{min_name}' must be >= 0 (or +inf) in every node, but got {mins[bad[0]]} "
+                        f"at node {bad[0]} ({bad.size} such nodes)")
+    if problems:
+        return problems
+    size = sums.size // 2  # slot s is the leaf node size + s; node 0 is unused
+    stored = np.arange(size) < count
+    sum_leaves, min_leaves = sums[size:], mins[size:]
+    after = f"the slots not stored (from slot {count} on)"
+    for name, wrong, what, values in (
+            (sum_name, stored & ~(sum_leaves > 0), f"a leaf > 0 for each of the {count} stored slots", sum_leaves),
+            (sum_name, ~stored & (sum_leaves != 0), f"0 for {after}", sum_leaves),
+            (min_name, stored & ~np.isclose(min_leaves, sum_leaves, rtol=TREE_RTOL, atol=0),
+             f"the leaves of '{sum_name}' for the stored slots",
+             min_leaves),
+            (min_name, ~stored & (min_leaves != np.inf), f"+inf for {after}", min_leaves)):
+        slots = np.flatnonzero(wrong)
+        if slots.size:
+            problems.append(f"Parameter '{name}' must hold {what}, but got {values[slots[0]]} for slot {slots[0]} "
+                            f"({slots.size} such slots)")
+    inner = np.arange(1, size)
+    children = sums[2 * inner] + sums[2 * inner + 1]
+    bad = inner[~np.isclose(sums[inner], children, rtol=TREE_RTOL, atol=0)]
+    if bad.size:
+        problems.append(f"Parameter '{sum_name}' must hold in every inner node the sum of its two children, but "
+                        f"node {bad[0]} holds {sums[bad[0]]} where its children sum to {children[bad[0] - 1]} "
+                        f"({bad.size} such nodes)")
+    children = np.minimum(mins[2 * inner], mins[2 * inner + 1])
+    bad = inner[~np.isclose(mins[inner], children, rtol=TREE_RTOL, atol=0)]
+    if bad.size:
+        problems.append(f"Parameter '{min_name}' must hold in every inner node the minimum of its two children, "
+                        f"but node {bad[0]} holds {mins[bad[0]]} where their minimum is {children[bad[0] - 1]} "
+                        f"({bad.size} such nodes)")
+    return problems
+
+
 class Checkpointable:
     """The checkpoint protocol every buffer implements; ``save``/``load`` go through it.
 
@@ -123,6 +192,12 @@ class Checkpointable:
 
     def checkpoint_cursors(self, read: Any) -> list[str]:
         """Problems with the cursors that ``read(parameter)`` gives for this buffer's Parameters."""
+        return []
+
+    def checkpoint_state(self, read: Any) -> list[str]:
+        """Problems with the state beyond the cursors (a priority buffer's trees) that
+        ``read(parameter)`` gives, each naming its Parameter; asked only when the cursors keep
+        their contract."""
         return []
 
     def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
@@ -155,7 +230,8 @@ class Checkpointable:
 
     def load(self, path: str | os.PathLike) -> None:
         """Restore this buffer from ``path`` in place; refuses a checkpoint of another type,
-        capacity, shape, dtype or binding setting, or whose cursors break the contract, and
+        capacity, shape, dtype or binding setting (or whose record lacks one), or whose cursors
+        break the contract, or whose trees (of a priority buffer) are not ones it builds, and
         then leaves the buffer unchanged. See :func:`mindspore_rl_buffer.load_checkpoint`."""
         load_checkpoint(path, self)
 
@@ -280,16 +356,30 @@ def _upgrade(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dict[str, Any
         if not isinstance(records, dict) or not all(isinstance(r, dict) for r in records.values()) \
                 or not isinstance(checksums, dict):
             raise ValueError("the records are not a dict of dicts")
+        if version == FORMAT:
+            for name, record in records.items():
+                missing = [key for key in RECORD_KEYS if key not in record]
+                if missing:
+                    raise ValueError(f"the record of '{name}' must hold 'type', 'capacity', 'specs' and 'settings', "
+                                     f"as every record of format 2 does, but it has no {missing[0]!r}")
+                if not isinstance(record["settings"], dict):
+                    raise ValueError(f"the settings in the record of '{name}' must be a dict, but got "
+                                     f"{type(record['settings']).__name__}")
     except (ValueError, KeyError, AttributeError, TypeError, UnicodeDecodeError) as error:
         raise ValueError(f"For '{op}', '{path}' has an unreadable buffer record: {error}") from error
     return loaded, records, checksums
 
 
 def _record_1(text: str) -> dict[str, Any]:
+    """A record of format 1 (a repr): its type and, for a priority buffer, the ``alpha`` that
+    text always held; no other setting of that text is read back."""
     record: dict[str, Any] = {"type": text.split("(", 1)[0]}
     alpha = re.search(r"\balpha=([0-9.eE+-]+)", text)
     if alpha:
         record["settings"] = {"alpha": float(alpha.group(1))}
+    elif record["type"] == "PriorityReplayBuffer":
+        raise ValueError("the record of a PriorityReplayBuffer must hold its alpha, as every record of format 1 "
+                         f"does, but got {text!r}")
     return record
 
 
@@ -312,14 +402,20 @@ def _record_problems(path: Path, name: str, ours: dict[str, Any], theirs: dict[s
     if theirs is None or theirs.get("type") != ours["type"]:
         return [f"'{path}' records no {ours['type']} at '{name}'"]
     problems = []
+    # Records of format 2 hold every key (checked by _upgrade); those of format 1 hold some (no
+    # specs, no capacity but a shard's, no settings but a priority buffer's alpha and a shard's).
     for key in ("capacity", "specs"):
         if key in theirs and theirs[key] != ours[key]:
-            problems.append(f"the {key} in '{path}' must be {ours[key]} to match this buffer, but got {theirs[key]}")
-    settings = theirs.get("settings", {})
-    for key in binding:
-        if key in settings and settings[key] != ours["settings"][key]:
-            problems.append(f"the {key} in '{path}' must be {ours['settings'][key]} to match this buffer, "
-                            f"but got {settings[key]}")
+            problems.append(f"the {key} in '{path}' must be {ours[key]!r} to match this buffer, "
+                            f"but got {theirs[key]!r}")
+    if "settings" in theirs:
+        for key in binding:
+            if key not in theirs["settings"]:
+                problems.append(f"the {key} in '{path}' must be {ours['settings'][key]!r} to match this buffer, "
+                                f"but the record of '{name}' has no {key}")
+            elif theirs["settings"][key] != ours["settings"][key]:
+                problems.append(f"the {key} in '{path}' must be {ours['settings'][key]!r} to match this buffer, "
+                                f"but got {theirs['settings'][key]!r}")
     return problems
 
 
@@ -343,9 +439,11 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
         FileNotFoundError: If ``path`` does not exist.
         TypeError: If ``net`` is neither a Cell nor a buffer.
         ValueError: If the file is corrupt or truncated, records a buffer of another type,
-            capacity, columns or binding setting, lacks a tensor of ``net``, holds one of
-            another shape or dtype, or holds cursors that break the contract. Every problem
-            found is named; ``net`` is left unchanged.
+            capacity, columns or binding setting, has a record that lacks one of them (a
+            file without records is checked without them), lacks a tensor of ``net``, holds one of
+            another shape or dtype, or holds cursors that break the contract or a state the
+            buffer cannot reach (a priority buffer's trees and ``max_priority``, see
+            :func:`priority_contract`). Every problem found is named; ``net`` is left unchanged.
     """
     op = "load"
     state = _state(op, net)
@@ -386,8 +484,11 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
             return host[key(tensor)] if host is not None else loaded[key(tensor)].asnumpy()
 
         for name, buffer in buffers.items():
-            problems += [f"the cursors of '{name}' in '{path}' break the contract: {problem}"
-                         for problem in buffer.checkpoint_cursors(read)]
+            cursors = buffer.checkpoint_cursors(read)
+            problems += [f"the cursors of '{name}' in '{path}' break the contract: {problem}" for problem in cursors]
+            if not cursors:
+                problems += [f"the state of '{name}' in '{path}' is not one the buffer can reach: {problem}"
+                             for problem in buffer.checkpoint_state(read)]
     if problems:
         ours = "; ".join(f"{name}: {buffer.checkpoint_record()}" for name, buffer in buffers.items())
         theirs = "; ".join(f"{name}: {record}" for name, record in (records or {}).items()) or "no buffer record"

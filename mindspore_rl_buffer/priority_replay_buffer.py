@@ -18,6 +18,7 @@ from mindspore_rl_buffer._validation import (
     check_size,
     check_types,
 )
+from mindspore_rl_buffer.checkpoint import priority_contract
 from mindspore_rl_buffer.core import RingBuffer
 from mindspore_rl_buffer.ops import priority
 from mindspore_rl_buffer.ops._common import owned_seed
@@ -228,3 +229,11 @@ class PriorityReplayBuffer(RingBuffer):
 
     def _settings(self) -> dict[str, Any]:
         return {"alpha": self._alpha, "sample_size": self._sample_size, "seed": self._seed}
+
+    def checkpoint_state(self, read: Any) -> list[str]:
+        """The trees and ``max_priority`` as the operators keep them (see
+        :func:`~mindspore_rl_buffer.checkpoint.priority_contract`): a corrupt or hand-made file
+        would otherwise sample NaN weights or slots that hold no item."""
+        return priority_contract(read(self.sum_tree), read(self.min_tree), read(self.max_priority),
+                                 int(read(self.count)), (self.sum_tree.name, self.min_tree.name,
+                                                         self.max_priority.name))

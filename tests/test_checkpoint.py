@@ -1,6 +1,7 @@
 """save/load: exact restores for every buffer type, refusals that change nothing, atomic writes."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from mindspore_rl_buffer import (
     load_checkpoint,
     save_checkpoint,
 )
+from mindspore_rl_buffer.checkpoint import FORMAT_1, RECORD
 from tests.helpers import DTYPES, NAMES, SHAPES, Learner, RingModel, decode, encoded_batch, make, state_of
 
 
@@ -342,3 +344,220 @@ def test_a_priority_checkpoint_of_another_alpha_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"the alpha in .* must be 1\.0 to match this buffer, but got 0\.6"):
         other.load(DATA / "v1_priority_replay_buffer.safetensors")  # format 1 recorded alpha in its text
     assert int(other.count) == 0
+
+
+# ------------------------------------------------------------- a priority buffer's trees
+def priority_buffer(alpha=0.6, capacity=6):
+    return PriorityReplayBuffer(alpha, capacity, 4, SHAPES, [ms.float32, ms.int32, ms.float32], names=NAMES)
+
+
+def trees_of(leaves, count):
+    """The sum and min trees the operators build over float32 ``leaves`` (one per leaf node)
+    with slots ``[0, count)`` stored."""
+    size = leaves.size
+    sums, mins = np.zeros(2 * size, np.float32), np.full(2 * size, np.inf, np.float32)
+    sums[size:] = leaves
+    mins[size:] = np.where(np.arange(size) < count, leaves, np.inf)
+    for node in range(size - 1, 0, -1):
+        sums[node] = sums[2 * node] + sums[2 * node + 1]
+        mins[node] = min(mins[2 * node], mins[2 * node + 1])
+    return sums, mins
+
+
+def set_leaf(sums, mins, slot, value=None, min_value=None):
+    """Leaf ``slot`` of either tree set, and every inner node rebuilt from the leaves, so only
+    the leaves break the contract."""
+    size, sums, mins = sums.size // 2, sums.copy(), mins.copy()
+    if value is not None:
+        sums[size + slot] = value
+    if min_value is not None:
+        mins[size + slot] = min_value
+    rebuilt_sums, _ = trees_of(sums[size:], size)
+    sums[1:size] = rebuilt_sums[1:size]
+    for node in range(size - 1, 0, -1):
+        mins[node] = min(mins[2 * node], mins[2 * node + 1])
+    return sums, mins
+
+
+def scaled(tree, node, factor):
+    tree = tree.copy()
+    tree[node] *= factor
+    return tree
+
+
+# Each corrupts a valid state (4 of 6 slots stored, tree of 8 leaves: slot s is node 8 + s) so
+# that exactly one invariant breaks.
+CORRUPT_TREES = {
+    "max_priority_nan": (lambda s, m, t: (s, m, np.float32(np.nan)),
+                         r"Parameter 'max_priority' must be finite and > 0, but got nan"),
+    "max_priority_zero": (lambda s, m, t: (s, m, np.float32(0)),
+                          r"Parameter 'max_priority' must be finite and > 0, but got 0\.0"),
+    "max_priority_inf": (lambda s, m, t: (s, m, np.float32(np.inf)),
+                         r"Parameter 'max_priority' must be finite and > 0, but got inf"),
+    "negative_sum_node": (lambda s, m, t: (np.where(np.arange(16) == 9, -5, s).astype(np.float32), m, t),
+                          r"Parameter 'sum_tree' must be finite and >= 0 in every node, but got -5\.0 at node 9"),
+    "infinite_sum_root": (lambda s, m, t: (np.where(np.arange(16) == 1, np.inf, s).astype(np.float32), m, t),
+                          r"Parameter 'sum_tree' must be finite and >= 0 in every node, but got inf at node 1"),
+    "nan_min_node": (lambda s, m, t: (s, np.where(np.arange(16) == 3, np.nan, m).astype(np.float32), t),
+                     r"Parameter 'min_tree' must be >= 0 \(or \+inf\) in every node, but got nan at node 3"),
+    "stored_slot_of_priority_0": (lambda s, m, t: (*set_leaf(s, m, 2, 0.0, 0.0), t),
+                                  r"Parameter 'sum_tree' must hold a leaf > 0 for each of the 4 stored slots, "
+                                  r"but got 0\.0 for slot 2"),
+    "slot_not_stored_with_mass": (lambda s, m, t: (*set_leaf(s, m, 5, 1.0), t),
+                                  r"Parameter 'sum_tree' must hold 0 for the slots not stored \(from slot 4 on\), "
+                                  r"but got 1\.0 for slot 5"),
+    "min_leaf_apart_from_sum_leaf": (lambda s, m, t: (*set_leaf(s, m, 1, None, 0.25), t),
+                                     r"Parameter 'min_tree' must hold the leaves of 'sum_tree' for the stored "
+                                     r"slots, but got 0\.25 for slot 1"),
+    "finite_min_leaf_not_stored": (lambda s, m, t: (*set_leaf(s, m, 6, None, 2.0), t),
+                                   r"Parameter 'min_tree' must hold \+inf for the slots not stored \(from slot 4 "
+                                   r"on\), but got 2\.0 for slot 6"),
+    "root_not_the_sum": (lambda s, m, t: (scaled(s, 1, 1.01), m, t),
+                         r"Parameter 'sum_tree' must hold in every inner node the sum of its two children, but "
+                         r"node 1 holds"),
+    "root_not_the_minimum": (lambda s, m, t: (s, scaled(m, 1, 0.5), t),
+                             r"Parameter 'min_tree' must hold in every inner node the minimum of its two children, "
+                             r"but node 1 holds"),
+}
+
+
+@pytest.mark.parametrize("case", list(CORRUPT_TREES))
+def test_a_priority_checkpoint_whose_trees_break_their_invariants_is_refused_and_changes_nothing(tmp_path, case):
+    corrupt, message = CORRUPT_TREES[case]
+    source = priority_buffer()
+    source.insert(encoded_batch(0, 4))
+    source.update_priorities(np.array([0, 3, 1], np.int32), np.array([2.0, 0.5, 4.0], np.float32))
+    sums, mins, top = source.sum_tree.asnumpy(), source.min_tree.asnumpy(), source.max_priority.asnumpy()
+    expected_sums, expected_mins = trees_of(sums[8:], 4)
+    np.testing.assert_array_equal(sums, expected_sums)  # the corruptions start from a state the buffer reached
+    np.testing.assert_array_equal(mins, expected_mins)
+    sums, mins, top = corrupt(sums, mins, top)
+    # As plain mindspore.save_checkpoint writes it: no record, no checksums; only the contract can tell.
+    values = {param.name: param.asnumpy() for param in source.get_parameters()}
+    values.update(sum_tree=sums, min_tree=mins, max_priority=np.asarray(top, np.float32))
+    path = str(tmp_path / "corrupt.ckpt")
+    ms.save_checkpoint([{"name": name, "data": Tensor(value)} for name, value in values.items()], path)
+
+    target = priority_buffer()
+    target.insert(encoded_batch(50, 7))  # wrapped: 51..56
+    target.update_priorities(np.array([2, 4], np.int32), np.array([3.0, 0.1], np.float32))
+    target.sample(0.4)
+    before = [param.asnumpy().copy() for param in target.get_parameters()]
+    with pytest.raises(ValueError, match=r"the state of '\.' in .* is not one the buffer can reach: " + message):
+        target.load(path)
+    for saved, param in zip(before, target.get_parameters()):
+        np.testing.assert_array_equal(saved, param.asnumpy())
+    slots, weights, *columns = target.sample(0.4)
+    assert set(decode(*columns)) <= set(range(51, 57))
+    np.testing.assert_array_equal(decode(*columns), target.columns[1].asnumpy()[slots.asnumpy()])
+    assert np.isfinite(weights.asnumpy()).all() and (weights.asnumpy() > 0).all()
+    assert (weights.asnumpy() <= 1).all()
+    good = source.save(tmp_path / "good.safetensors")
+    target.load(good)  # nothing was left half-written: a valid checkpoint still restores
+    assert set(decode(*target.sample(0.4)[2:])) <= {0, 1, 2, 3}
+
+
+def test_the_tree_check_accepts_every_state_the_buffer_reaches(tmp_path):
+    rng = np.random.default_rng(11)
+    for alpha, capacity in ((0.0, 5), (0.6, 1), (0.6, 6), (3.0, 8)):
+        prb, start = priority_buffer(alpha, capacity), 0
+        for step in range(8):
+            size = int(rng.choice([1, 3, capacity + 2]))
+            prb.insert(encoded_batch(start, size))
+            start += size
+            slots = rng.integers(0, int(prb.count), 9).astype(np.int32)  # repeats: the leaves may differ in rounding
+            priorities = rng.choice([0.0, 1e-9, 0.3, 2.0, 1e5], 9).astype(np.float32)
+            prb.update_priorities(slots, priorities)
+            if step == 5:
+                prb.reset()
+            path = prb.save(tmp_path / f"prb_{alpha}_{capacity}_{step}.safetensors")
+            restored = priority_buffer(alpha, capacity)
+            restored.load(path)
+            for saved, param in zip(prb.get_parameters(), restored.get_parameters()):
+                np.testing.assert_array_equal(saved.asnumpy(), param.asnumpy())
+
+
+
+# ------------------------------------------------------------- records that lack a key
+def with_record(path, tmp_path, edit):
+    """``path`` rewritten by ``mindspore.save_checkpoint`` with its record (JSON) changed by ``edit``."""
+    loaded = ms.load_checkpoint(str(path))
+    meta = json.loads(loaded.pop(RECORD).asnumpy().tobytes())
+    edit(meta)
+    params = [{"name": name, "data": value} for name, value in loaded.items()]
+    params.append({"name": RECORD, "data": Tensor(np.frombuffer(json.dumps(meta).encode(), np.uint8).copy())})
+    edited = str(tmp_path / "edited.ckpt")
+    ms.save_checkpoint(params, edited)
+    return edited
+
+
+def without(key):
+    def edit(meta):
+        meta["buffers"]["."].pop(key)
+        meta.pop("checksums")
+    return edit
+
+
+def setting(key, value):
+    def edit(meta):
+        meta["buffers"]["."][key] = value
+    return edit
+
+
+def without_alpha(meta):
+    meta["buffers"]["."]["settings"].pop("alpha")
+
+
+def format_1_without_alpha(meta):
+    meta.update(format=FORMAT_1, buffers={".": "PriorityReplayBuffer(sample_size=4, capacity=6, columns=[])"})
+    meta.pop("checksums")
+
+
+# (edit of a record written with alpha 0.9, alpha of the buffer loading it, the refusal). The
+# alpha matches where the case is not about it, so the missing key alone must refuse.
+RECORDS_LACKING = {
+    "no_settings": (without("settings"), 0.1, r"unreadable buffer record: the record of '\.' must hold 'type', "
+                                                r"'capacity', 'specs' and 'settings', .* but it has no 'settings'"),
+    "no_alpha": (without_alpha, 0.1, r"the alpha in .* must be 0\.1 to match this buffer, but the record of '\.' "
+                                     r"has no alpha"),
+    "no_capacity": (without("capacity"), 0.9, r"unreadable buffer record: .* but it has no 'capacity'"),
+    "no_specs": (without("specs"), 0.9, r"unreadable buffer record: .* but it has no 'specs'"),
+    "settings_not_a_dict": (setting("settings", []), 0.9, r"the settings in the record of '\.' must be a dict, "
+                                                           r"but got list"),
+    "capacity_a_string": (setting("capacity", "6"), 0.9, r"the capacity in .* must be 6 to match this buffer, "
+                                                          r"but got '6'"),
+    "format_1_without_alpha": (format_1_without_alpha, 0.1, r"unreadable buffer record: the record of a "
+                                                            r"PriorityReplayBuffer must hold its alpha"),
+}
+
+
+@pytest.mark.parametrize("case", list(RECORDS_LACKING))
+def test_a_record_lacking_a_binding_setting_or_a_key_is_refused_and_changes_nothing(tmp_path, case):
+    edit, alpha, message = RECORDS_LACKING[case]
+    source = priority_buffer(alpha=0.9)
+    source.insert(encoded_batch(0, 4))
+    source.update_priorities(np.array([0], np.int32), np.array([5.0], np.float32))
+    path = with_record(source.save(tmp_path / "prb.ckpt"), tmp_path, edit)
+    target = priority_buffer(alpha=alpha)
+    target.insert(encoded_batch(50, 3))
+    target.sample(0.4)
+    before = [param.asnumpy().copy() for param in target.get_parameters()]
+    with pytest.raises(ValueError, match=message):
+        target.load(path)
+    for saved, param in zip(before, target.get_parameters()):
+        np.testing.assert_array_equal(saved, param.asnumpy())
+    assert set(decode(*target.sample(0.4)[2:])) <= {50, 51, 52}
+    target.insert(encoded_batch(60, 1))
+    assert int(target.size()) == 4
+
+
+def test_a_complete_record_and_a_file_without_records_still_load(tmp_path):
+    source = priority_buffer(alpha=0.9)
+    source.insert(encoded_batch(0, 4))
+    path = with_record(source.save(tmp_path / "prb.ckpt"), tmp_path, lambda meta: None)
+    priority_buffer(alpha=0.9).load(path)
+    plain = str(tmp_path / "plain.ckpt")  # mindspore.save_checkpoint(buffer): no record, so no settings to check
+    ms.save_checkpoint(source, plain)
+    restored = priority_buffer(alpha=0.9)
+    restored.load(plain)
+    assert set(decode(*restored.sample(0.4)[2:])) <= {0, 1, 2, 3}
