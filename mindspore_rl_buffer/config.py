@@ -336,6 +336,17 @@ def _load_yaml(path: Path) -> Any:
         loader.dispose()
 
 
+def _unique_json_keys(path: Path, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, refusing a key given twice (``json.loads`` keeps the last)."""
+    config: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in config:
+            raise ValueError(f"For 'load_config', the key {key!r} must be given once in an object, but '{path}' "
+                             f"gives it twice in one object.")
+        config[key] = value
+    return config
+
+
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read an algorithm config file.
 
@@ -350,8 +361,9 @@ def load_config(path: str | Path) -> dict[str, Any]:
     Raises:
         FileNotFoundError: If ``path`` does not exist.
         ValueError: If the file defines no ``algorithm_config`` dict, has an unknown
-            extension, is a YAML or JSON file that is not UTF-8 text, gives a key twice in one
-            YAML mapping or Python dict display, or names an unknown MindSpore dtype (``ms.foat32``).
+            extension, is a YAML or JSON file that is not UTF-8 text or not valid YAML or JSON,
+            gives a key twice in one YAML mapping, JSON object or Python dict display, or names
+            an unknown MindSpore dtype (``ms.foat32``).
     """
     path = Path(path)
     if not path.is_file():
@@ -371,9 +383,17 @@ def load_config(path: str | Path) -> dict[str, Any]:
             raise
         config = namespace.get("algorithm_config")
     elif suffix in (".yaml", ".yml"):
-        config = _load_yaml(path)
+        import yaml
+
+        try:
+            config = _load_yaml(path)
+        except yaml.YAMLError as error:  # a truncated or malformed file: name it, and where it breaks
+            raise ValueError(f"For 'load_config', '{path}' must be valid YAML, but: {error}") from None
     elif suffix == ".json":
-        config = json.loads(_read_text(path))
+        try:
+            config = json.loads(_read_text(path), object_pairs_hook=functools.partial(_unique_json_keys, path))
+        except json.JSONDecodeError as error:
+            raise ValueError(f"For 'load_config', '{path}' must be valid JSON, but: {error}") from None
     else:
         raise ValueError(f"For 'load_config', the config file must end in .py, .yaml, .yml or .json, "
                          f"but got '{path.name}'.")

@@ -191,6 +191,22 @@ def test_a_yaml_key_given_twice_is_refused_naming_key_file_and_lines(tmp_path, m
         load_config(tmp_path / "spelt.yaml")
 
 
+def test_a_json_key_given_twice_and_malformed_files_are_refused_naming_the_file(tmp_path, monkeypatch):
+    refuse_to_build(monkeypatch)
+    twice = tmp_path / "twice.json"
+    twice.write_text('{"replay_buffer": {"capacity": 100, "capacity": 5}}')
+    with pytest.raises(ValueError, match=rf"^For 'load_config', the key 'capacity' must be given once in an object, "
+                                         rf"but '{re.escape(str(twice))}' gives it twice in one object\.$"):
+        load_config(twice)
+    for name, text, what in (("cut.yaml", "replay_buffer:\n  data_shape: [[4], [1]\n", "YAML"),
+                             ("cut.json", '{"replay_buffer": {"capacity": 1', "JSON")):
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(ValueError, match=rf"(?s)^For 'load_config', '{re.escape(str(path))}' must be valid {what}, "
+                                             rf"but: .*line \d+"):
+            load_config(path)
+
+
 def test_yaml_configs_read_as_safe_load_reads_them(tmp_path):
     import yaml
 
