@@ -32,14 +32,52 @@ def _resolve_config(path: str) -> Path:
     return candidate
 
 
+# At most 10**9 environment steps: far beyond any CartPole run (the measured solves take tens of
+# thousands), and small enough that the schedule's arithmetic stays exact; a longer budget is a typo.
+MAX_STEPS = 10**9
+# At most 100,000 episodes: they are played in parallel, one CartPole each, so their memory grows with
+# the count (10**8 ran out of memory); 100,000 pins a mean return far tighter than the 100 by default.
+MAX_EPISODES = 100_000
+# Seeds MindSpore and numpy both take: an int in [0, 2**31).
+SEED_END = 2**31
+
+
+def _shown(text: str) -> str:
+    """``text`` as a message quotes it: cut to its first 20 characters and '...' if longer."""
+    return text if len(text) <= 20 else f"{text[:20]}..."
+
+
+def _parse_int(text: str, expected: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # also a number too long for int() to read
+        raise argparse.ArgumentTypeError(f"must be {expected}, but got {_shown(text)!r}") from None
+
+
 def _positive(text: str) -> int:
     """An argparse type: an int > 0, or a usage error that says so."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an int > 0, but got {text!r}") from None
+    value = _parse_int(text, "an int > 0")
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an int > 0, but got {value}")
+        raise argparse.ArgumentTypeError(f"must be an int > 0, but got {_shown(str(value))}")
+    return value
+
+
+def _at_most(limit: int, why: str):
+    """An argparse type: an int > 0 and at most ``limit``, or a usage error that says so."""
+    def parse(text: str) -> int:
+        value = _positive(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"must be at most {limit} ({why}), but got {_shown(str(value))}")
+        return value
+    return parse
+
+
+def _seed(text: str) -> int:
+    """An argparse type: an int in [0, 2**31), or a usage error that says so."""
+    expected = "an int in [0, 2**31)"
+    value = _parse_int(text, expected)
+    if not 0 <= value < SEED_END:
+        raise argparse.ArgumentTypeError(f"must be {expected}, but got {_shown(str(value))}")
     return value
 
 
@@ -64,14 +102,16 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--env", choices=("mindspore", "gymnasium"), default="mindspore",
                        help="mindspore: batched CartPole inside the collect graph; gymnasium: "
                             "CartPole-v1 on the host (default: %(default)s)")
-    train.add_argument("--max-steps", type=_positive, default=None,
-                       help="environment-step budget, > 0 (default: config)")
-    train.add_argument("--seed", type=int, default=None, help="random seed (default: config)")
+    train.add_argument("--max-steps", type=_at_most(MAX_STEPS, "environment steps"), default=None,
+                       help=f"environment-step budget, > 0 and at most {MAX_STEPS} (default: config)")
+    train.add_argument("--seed", type=_seed, default=None, help="random seed, in [0, 2**31) (default: config)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     evaluate = commands.add_parser("evaluate", help="play a trained agent's greedy episodes, print the mean return")
     evaluate.add_argument("--checkpoint", required=True, help="a dqn_cartpole.ckpt written by train")
-    evaluate.add_argument("--episodes", type=_positive, default=100, help="episodes (default: %(default)s)")
-    evaluate.add_argument("--seed", type=int, default=0, help="seed of the start states (default: %(default)s)")
+    evaluate.add_argument("--episodes", type=_at_most(MAX_EPISODES, "episodes played in parallel"), default=100,
+                          help=f"episodes, > 0 and at most {MAX_EPISODES} (default: %(default)s)")
+    evaluate.add_argument("--seed", type=_seed, default=0,
+                          help="seed of the start states, in [0, 2**31) (default: %(default)s)")
     evaluate.add_argument("--frames", default=None,
                           help="also write a PNG strip of frames of the first episode to this path (needs matplotlib)")
     return parser

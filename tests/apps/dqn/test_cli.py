@@ -106,3 +106,44 @@ def test_a_saved_q_network_loads_with_its_layer_sizes(tmp_path):
     assert [p.shape for p in loaded.get_parameters()] == [(16, 4), (16,), (8, 16), (8,), (2, 8), (2,)]
     for a, b in zip(q_net.get_parameters(), loaded.get_parameters()):
         np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+
+
+def _usage_error(capsys, argv) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert "Traceback" not in error
+    return error
+
+
+@pytest.mark.parametrize("digits", [25, 400, 5000])
+def test_a_budget_beyond_a_billion_steps_is_refused_and_quoted_short(tmp_path, capsys, digits):
+    budget = "9" * digits
+    error = _usage_error(capsys, ["train", "--config", str(CONFIG), "--out", str(tmp_path / "run"),
+                                  "--no-progress", "--max-steps", budget])
+    assert "argument --max-steps: must be" in error
+    assert "99999999999999999999..." in error and budget not in error
+    assert len(error) < 1000
+    assert not (tmp_path / "run").exists()
+    error = _usage_error(capsys, ["train", "--config", str(CONFIG), "--out", str(tmp_path / "run"),
+                                  "--no-progress", "--max-steps", str(10**9 + 1)])
+    assert "argument --max-steps: must be at most 1000000000 (environment steps), but got 1000000001" in error
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**31), str(2**32), str(10**20), "x"])
+def test_a_seed_outside_what_the_generators_take_is_refused(tmp_path, capsys, seed):
+    error = _usage_error(capsys, ["train", "--config", str(CONFIG), "--out", str(tmp_path / "run"),
+                                  "--no-progress", "--max-steps", "64", "--seed", seed])
+    assert "argument --seed: must be an int in [0, 2**31)" in error
+    assert not (tmp_path / "run").exists()
+    error = _usage_error(capsys, ["evaluate", "--checkpoint", str(tmp_path / "q.ckpt"), "--seed", seed])
+    assert "argument --seed: must be an int in [0, 2**31)" in error
+
+
+@pytest.mark.parametrize("episodes", [str(10**5 + 1), str(10**8), "9" * 5000])
+def test_more_episodes_than_fit_in_memory_are_refused(tmp_path, capsys, episodes):
+    error = _usage_error(capsys, ["evaluate", "--checkpoint", str(tmp_path / "q.ckpt"), "--episodes", episodes])
+    assert "argument --episodes: must be" in error
+    assert len(error) < 1000
