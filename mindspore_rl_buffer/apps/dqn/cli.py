@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,6 +82,42 @@ def _seed(text: str) -> int:
     return value
 
 
+def _writable(folder: Path) -> bool:
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def _out_problem(out: str) -> str | None:
+    """Why ``train`` could not write its run to ``--out out``, found before training; ``None`` if it can."""
+    if not out:
+        return "--out must name a folder, but got ''"
+    path = Path(out)
+    if path.exists():
+        if not path.is_dir():
+            return f"--out {out!r} is a file, not a folder"
+        return None if _writable(path) else f"--out {out!r} is not writable"
+    ancestor = path.absolute().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"--out {out!r} cannot be created: {str(ancestor)!r} is a file, not a folder"
+    return None if _writable(ancestor) else f"--out {out!r} cannot be created: {str(ancestor)!r} is not writable"
+
+
+def _frames_problem(frames: str) -> str | None:
+    """Why ``evaluate`` could not write its strip of frames to ``--frames frames``; ``None`` if it can."""
+    if not frames:
+        return "--frames must name a file, such as frames.png, but got ''"
+    path = Path(frames)
+    if path.is_dir():
+        return f"--frames {frames!r} is a folder; name a file in it, such as {str(path / 'frames.png')!r}"
+    folder = path.absolute().parent
+    if not folder.is_dir():
+        return f"--frames {frames!r} cannot be written: folder {str(folder)!r} does not exist"
+    if not _writable(folder) or (path.exists() and not os.access(path, os.W_OK)):
+        return f"--frames {frames!r} cannot be written: it or its folder is not writable"
+    return None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mindspore-rl-buffer",
                                      description="Replay buffers compiled into MindSpore graphs.")
@@ -124,8 +161,15 @@ def _train(args: argparse.Namespace) -> int:
     from mindspore_rl_buffer.apps.dqn.config import check_config, setting
     from mindspore_rl_buffer.apps.dqn.extras import MissingExtraError
 
+    problem = _out_problem(args.out)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     name = args.config if args.config is not None else default_config(args.buffer, args.env)
     config_path = _resolve_config(name)
+    if config_path.is_dir():
+        print(f"error: config file {name!r} is a folder, not a file; pass --config FILE", file=sys.stderr)
+        return 2
     if not config_path.is_file():
         print(f"error: config file {name!r} not found; run from the repository root or pass "
               "--config PATH", file=sys.stderr)
@@ -169,9 +213,17 @@ def _evaluate(args: argparse.Namespace) -> int:
     from mindspore_rl_buffer.apps.dqn import play
     from mindspore_rl_buffer.apps.dqn.extras import MissingExtraError
 
+    if Path(args.checkpoint).is_dir():
+        print(f"error: checkpoint {args.checkpoint!r} is a folder, not a file (train writes "
+              "runs/dqn/dqn_cartpole.ckpt)", file=sys.stderr)
+        return 2
     if not Path(args.checkpoint).is_file():
         print(f"error: checkpoint {args.checkpoint!r} not found (train writes runs/dqn/dqn_cartpole.ckpt)",
               file=sys.stderr)
+        return 2
+    problem = None if args.frames is None else _frames_problem(args.frames)
+    if problem is not None:  # before the episodes are played
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
         returns = play.evaluate_checkpoint(args.checkpoint, args.episodes, args.seed, frames=args.frames)
@@ -179,7 +231,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"{len(returns)} greedy episodes: returns from {returns.min():.0f} to {returns.max():.0f}")
-    if args.frames:
+    if args.frames is not None:
         print(f"frames of the first episode: {args.frames}")
     print(f"mean return: {returns.mean():.1f}")
     return 0

@@ -147,3 +147,62 @@ def test_more_episodes_than_fit_in_memory_are_refused(tmp_path, capsys, episodes
     error = _usage_error(capsys, ["evaluate", "--checkpoint", str(tmp_path / "q.ckpt"), "--episodes", episodes])
     assert "argument --episodes: must be" in error
     assert len(error) < 1000
+
+
+def _refused_before_training(capsys, monkeypatch, argv) -> str:
+    from mindspore_rl_buffer.apps.dqn import play, trainer
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("trained or played before the flags were checked")
+
+    monkeypatch.setattr(trainer, "train", must_not_run)
+    monkeypatch.setattr(play, "evaluate_checkpoint", must_not_run)
+    assert cli.main(argv) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: ") and "Traceback" not in error
+    return error
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_before_training(tmp_path, capsys, monkeypatch):
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    error = _refused_before_training(capsys, monkeypatch, ["train", "--out", ""])
+    assert "--out must name a folder, but got ''" in error
+    error = _refused_before_training(capsys, monkeypatch, ["train", "--out", str(afile)])
+    assert f"--out '{afile}' is a file, not a folder" in error
+    error = _refused_before_training(capsys, monkeypatch, ["train", "--out", str(afile / "sub" / "run")])
+    assert f"--out '{afile / 'sub' / 'run'}' cannot be created: '{afile}' is a file" in error
+    assert afile.read_text() == "keep"
+    monkeypatch.setattr(cli.os, "access", lambda path, mode: False)  # a read-only folder, even as root
+    error = _refused_before_training(capsys, monkeypatch, ["train", "--out", str(tmp_path / "new" / "run")])
+    assert f"--out '{tmp_path / 'new' / 'run'}' cannot be created: '{tmp_path}' is not writable" in error
+    error = _refused_before_training(capsys, monkeypatch, ["train", "--out", str(tmp_path)])
+    assert f"--out '{tmp_path}' is not writable" in error
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["afile"]
+
+
+def test_a_folder_given_as_config_or_checkpoint_is_named_a_folder(tmp_path, capsys, monkeypatch):
+    error = _refused_before_training(capsys, monkeypatch, ["train", "--config", str(tmp_path), "--out",
+                                                            str(tmp_path / "run")])
+    assert f"config file '{tmp_path}' is a folder, not a file" in error and "not found" not in error
+    error = _refused_before_training(capsys, monkeypatch, ["evaluate", "--checkpoint", str(tmp_path)])
+    assert f"checkpoint '{tmp_path}' is a folder, not a file" in error and "not found" not in error
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_frames_path_that_cannot_be_written_is_refused_before_playing(tmp_path, capsys, monkeypatch):
+    checkpoint = tmp_path / "q.ckpt"
+    save_q_network(QNetwork(4, 2, (16, 8)), checkpoint)
+    evaluate = ["evaluate", "--checkpoint", str(checkpoint), "--episodes", "2", "--frames"]
+    error = _refused_before_training(capsys, monkeypatch, [*evaluate, ""])
+    assert "--frames must name a file" in error
+    error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(tmp_path)])
+    assert f"--frames '{tmp_path}' is a folder" in error
+    error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(tmp_path / "nodir" / "f.png")])
+    assert f"--frames '{tmp_path / 'nodir' / 'f.png'}' cannot be written: folder '{tmp_path / 'nodir'}' does " \
+           "not exist" in error
+    monkeypatch.setattr(cli.os, "access", lambda path, mode: False)
+    error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(tmp_path / "f.png")])
+    assert f"--frames '{tmp_path / 'f.png'}' cannot be written: it or its folder is not writable" in error
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["q.ckpt"]
+
