@@ -118,6 +118,15 @@ def _frames_problem(frames: str) -> str | None:
     return None
 
 
+def _failed(error: OSError, doing: str, path: str) -> int:
+    """Report an error raised while reading or writing files, naming the path (``path`` if the error
+    names none); exit status 1."""
+    named = str(error.filename or path)
+    where = "" if named in str(error) else f" ({named})"
+    print(f"error: {doing}: {error}{where}", file=sys.stderr)
+    return 1
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mindspore-rl-buffer",
                                      description="Replay buffers compiled into MindSpore graphs.")
@@ -193,6 +202,8 @@ def _train(args: argparse.Namespace) -> int:
     except (MissingExtraError, FileExistsError) as error:  # raised before any training
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # writing the checkpoint or the curve: a full disk, a folder changed meanwhile
+        return _failed(error, f"could not write the run to --out {args.out!r}", args.out)
     print(f"{result.env_steps} environment steps, {result.learn_steps} learn steps in "
           f"{result.wall_time:.1f} s ({result.steps_per_second:.0f} environment steps/s, {result.loop} loop)")
     print(f"learning curve: {result.curve_path}")
@@ -230,6 +241,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     except (MissingExtraError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # reading the checkpoint or writing the frames
+        doing = "could not read --checkpoint" + ("" if args.frames is None else " or write --frames")
+        return _failed(error, doing, args.checkpoint if args.frames is None else args.frames)
     print(f"{len(returns)} greedy episodes: returns from {returns.min():.0f} to {returns.max():.0f}")
     if args.frames is not None:
         print(f"frames of the first episode: {args.frames}")

@@ -206,3 +206,24 @@ def test_a_frames_path_that_cannot_be_written_is_refused_before_playing(tmp_path
     assert f"--frames '{tmp_path / 'f.png'}' cannot be written: it or its folder is not writable" in error
     assert sorted(path.name for path in tmp_path.iterdir()) == ["q.ckpt"]
 
+
+def test_a_failed_write_of_the_outputs_is_an_error_naming_the_path(tmp_path, capsys, monkeypatch):
+    from mindspore_rl_buffer.apps.dqn import play, trainer
+
+    def full_disk(_, path, *args, **kwargs):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(trainer, "save_q_network", full_disk)
+    assert _train(tmp_path / "run", "--max-steps", "64") == 1
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: could not write the run to --out '{tmp_path / 'run'}'")
+    assert "No space left on device" in error and str(tmp_path / "run" / "dqn_cartpole.ckpt") in error
+    assert "Traceback" not in error
+    checkpoint = tmp_path / "q.ckpt"
+    save_q_network(QNetwork(4, 2, (16, 8)), checkpoint)
+    monkeypatch.setattr(play, "draw_frames", lambda states, path: full_disk(None, path))
+    assert cli.main(["evaluate", "--checkpoint", str(checkpoint), "--episodes", "2",
+                     "--frames", str(tmp_path / "f.png")]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("error: could not read --checkpoint or write --frames")
+    assert str(tmp_path / "f.png") in error and "Traceback" not in error
