@@ -280,7 +280,12 @@ def _check_unique_dict_keys(path: Path) -> None:
     Read from the source before it runs (``ast.parse`` of the bytes honours a coding line); keys
     that are not literals (``{ReplayBuffer: ...}``) and the modules the file imports are not checked.
     """
-    for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+    try:
+        tree = ast.parse(path.read_bytes(), str(path))
+    except (SyntaxError, ValueError) as error:  # ValueError: NUL bytes, on the Pythons that do not say SyntaxError
+        raise ValueError(f"For 'load_config', '{path}' must be a valid Python file, but parsing it raised "
+                         f"{type(error).__name__}: {error}") from error
+    for node in ast.walk(tree):
         if not isinstance(node, ast.Dict):
             continue
         first: dict[Any, ast.expr] = {}
@@ -347,6 +352,11 @@ def _unique_json_keys(path: Path, pairs: list[tuple[str, Any]]) -> dict[str, Any
     return config
 
 
+def _run_error(path: Path, error: Exception) -> ValueError:
+    return ValueError(f"For 'load_config', '{path}' must run without error, but running it raised "
+                      f"{type(error).__name__}: {error}")
+
+
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read an algorithm config file.
 
@@ -362,8 +372,10 @@ def load_config(path: str | Path) -> dict[str, Any]:
         FileNotFoundError: If ``path`` does not exist.
         ValueError: If the file defines no ``algorithm_config`` dict, has an unknown
             extension, is a YAML or JSON file that is not UTF-8 text or not valid YAML or JSON,
-            gives a key twice in one YAML mapping, JSON object or Python dict display, or names
-            an unknown MindSpore dtype (``ms.foat32``).
+            gives a key twice in one YAML mapping, JSON object or Python dict display, names
+            an unknown MindSpore dtype (``ms.foat32``), or is a Python file that does not parse
+            (a syntax error, NUL bytes, binary content) or raises when run (the message names the
+            file and the error's type and message).
     """
     path = Path(path)
     if not path.is_file():
@@ -380,7 +392,9 @@ def load_config(path: str | Path) -> dict[str, Any]:
                 where = _unknown_mindspore_attribute(path, error.name)
                 raise ValueError(f"In '{path}': unknown {where} {error.name}"
                                  f"{_errors.did_you_mean(error.name, DTYPES)}") from error
-            raise
+            raise _run_error(path, error) from error
+        except Exception as error:  # the file's own error (a missing module, a raise), named with the file
+            raise _run_error(path, error) from error
         config = namespace.get("algorithm_config")
     elif suffix in (".yaml", ".yml"):
         import yaml

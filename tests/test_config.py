@@ -237,3 +237,41 @@ def test_a_python_dict_key_given_twice_is_refused_before_the_file_runs(tmp_path)
 @pytest.mark.parametrize("name", ["dqn.py", "dqn_nstep.py", "dqn_data_parallel.py"])
 def test_the_shipped_python_configs_load(name):
     assert set(load_config(ROOT / "configs" / name)) >= {"replay_buffer", "learner", "trainer"}
+
+
+@pytest.mark.parametrize(("content", "error"), [
+    (DQN_SOURCE.replace("'sample_size': 64}", "'sample_size': 64"), "SyntaxError"),
+    (DQN_SOURCE.encode() + b"\x00\x00", "(SyntaxError|ValueError)"),
+    (bytes(range(256)) * 4, "SyntaxError")], ids=["syntax_error", "nul_bytes", "binary"])
+def test_a_python_config_that_does_not_parse_is_refused_naming_the_file(tmp_path, content, error):
+    path = tmp_path / "dqn.py"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(ValueError, match=rf"^For 'load_config', '{re.escape(str(path))}' must be a valid Python file, "
+                                         rf"but parsing it raised {error}: \S"):
+        load_config(path)
+
+
+@pytest.mark.parametrize(("prefix", "error"), [
+    ("raise RuntimeError('no GPU here')\n", "RuntimeError: no GPU here"),
+    ("import mindspore_rl_buffer_no_such_module\n", "ModuleNotFoundError: No module named "
+                                                    "'mindspore_rl_buffer_no_such_module'"),
+    ("import math\nmath.no_such_function()\n", "AttributeError: .*no_such_function")],
+    ids=["raise", "missing_module", "other_attribute"])
+def test_a_python_config_that_raises_when_run_is_refused_naming_the_file_and_error(tmp_path, prefix, error):
+    path = tmp_path / "dqn.py"
+    path.write_text(prefix + DQN_SOURCE)
+    with pytest.raises(ValueError, match=rf"^For 'load_config', '{re.escape(str(path))}' must run without error, "
+                                         rf"but running it raised {error}"):
+        load_config(path)
+
+
+def test_the_train_command_reports_a_config_that_fails_to_load(tmp_path, capsys):
+    from mindspore_rl_buffer.apps.dqn import cli
+
+    path = tmp_path / "dqn.py"
+    path.write_text("import mindspore_rl_buffer_no_such_module\n")
+    assert cli.main(["train", "--config", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: For 'load_config', '{path}' must run without error, but running it raised "
+                          f"ModuleNotFoundError")
+    assert "Traceback" not in err and not (tmp_path / "run").exists()

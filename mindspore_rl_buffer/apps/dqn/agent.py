@@ -119,7 +119,7 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
     gym_envs = make_gym_envs(num_envs + eval_episodes, seed) if env_kind == "gymnasium" else None
 
     ms.set_seed(seed)
-    hidden = tuple(config["policy"].get("hidden_sizes", (128, 128)))
+    hidden = tuple(get("policy", "hidden_sizes"))
     q_net = QNetwork(OBSERVATION_SIZE, NUM_ACTIONS, hidden)
     target_net = QNetwork(OBSERVATION_SIZE, NUM_ACTIONS, hidden)
     copy_weights(q_net, target_net)

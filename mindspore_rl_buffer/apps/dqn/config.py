@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,31 +42,75 @@ STEP_SHAPES = ((OBSERVATION_SIZE,), (), (), (), ())
 STEP_TYPES = (ms.float32, ms.int32, ms.float32, ms.uint8, ms.uint8)
 
 # The settings the trainer reads: (section, key) -> (kind, default); no default means required.
-# Kinds: "int>0", "int>=0", "number", "bool".
+# Each kind is a range (see _KINDS); NaN and infinities are in none of them.
 _REQUIRED = object()
 SETTINGS: dict[tuple[str, str], tuple[str, Any]] = {
-    ("learner", "gamma"): ("number", _REQUIRED),
-    ("learner", "learning_rate"): ("number", _REQUIRED),
+    ("learner", "gamma"): ("fraction", _REQUIRED),
+    ("learner", "learning_rate"): ("number>0", _REQUIRED),
     ("learner", "target_sync_period"): ("int>0", _REQUIRED),
     ("learner", "double_dqn"): ("bool", True),
-    ("learner", "huber_delta"): ("number", 1.0),
-    ("policy", "epsilon_start"): ("number", _REQUIRED),
-    ("policy", "epsilon_end"): ("number", _REQUIRED),
+    ("learner", "huber_delta"): ("number>0", 1.0),
+    ("policy", "hidden_sizes"): ("widths", (128, 128)),
+    ("policy", "epsilon_start"): ("fraction", _REQUIRED),
+    ("policy", "epsilon_end"): ("fraction", _REQUIRED),
     ("policy", "epsilon_decay_steps"): ("int>0", _REQUIRED),
-    ("environment", "num_envs"): ("int>0", _REQUIRED),
-    ("environment", "max_episode_steps"): ("int>0", MAX_EPISODE_STEPS),
+    ("environment", "num_envs"): ("envs", _REQUIRED),
+    ("environment", "max_episode_steps"): ("int32>0", MAX_EPISODE_STEPS),
     ("trainer", "max_steps"): ("int>0", _REQUIRED),
     ("trainer", "learning_starts"): ("int>=0", _REQUIRED),
     ("trainer", "learn_steps_per_collect"): ("int>0", _REQUIRED),
     ("trainer", "eval_interval"): ("int>0", _REQUIRED),
-    ("trainer", "eval_episodes"): ("int>0", _REQUIRED),
+    ("trainer", "eval_episodes"): ("envs", _REQUIRED),
     ("trainer", "eval_starts"): ("int>=0", 0),
     ("trainer", "solve_threshold"): ("number", 475.0),
     ("trainer", "solve_evaluations"): ("int>0", 3),
     ("trainer", "log_interval"): ("int>0", 50),
-    ("trainer", "seed"): ("int>=0", 0),
+    ("trainer", "seed"): ("seed", 0),
 }
-_KINDS = {"int>0": "an int > 0", "int>=0": "an int >= 0", "number": "a number", "bool": "a bool"}
+# At most this many training environments, and evaluation episodes (each plays in an environment of
+# its own): every one is a row of the device state and of each collect's batch, and gymnasium builds
+# an object per environment. 100,000 is far past what CartPole needs (8 and 100 in configs/dqn.py);
+# a larger count is a typo that would allocate gigabytes before failing.
+MAX_ENVS = 100_000
+# The widest hidden layer: a 16384 x 16384 float32 Dense weight is already 1 GiB, held by the online
+# and the target network and twice more by Adam's moments.
+MAX_WIDTH = 16_384
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_finite(value: Any) -> bool:
+    """A real number other than NaN and the infinities, and not an int too large for a float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # the trainer takes the value as a float
+        return False
+
+
+def _is_widths(value: Any) -> bool:
+    return (isinstance(value, (list, tuple)) and len(value) > 0
+            and all(_is_int(width) and 1 <= width <= MAX_WIDTH for width in value))
+
+
+# kind -> (what it must be, as an error message says it; the check).
+_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "int>0": ("an int > 0", lambda value: _is_int(value) and value >= 1),
+    "int>=0": ("an int >= 0", lambda value: _is_int(value) and value >= 0),
+    # The environments count episode steps in int32.
+    "int32>0": ("an int in [1, 2**31)", lambda value: _is_int(value) and 1 <= value < 2**31),
+    "envs": (f"an int in [1, {MAX_ENVS}]", lambda value: _is_int(value) and 1 <= value <= MAX_ENVS),
+    # What MindSpore's random operators take (it also seeds numpy and gymnasium).
+    "seed": ("an int in [0, 2**31)", lambda value: _is_int(value) and 0 <= value < 2**31),
+    "fraction": ("a number in [0, 1]", lambda value: _is_finite(value) and 0 <= value <= 1),
+    "number>0": ("a finite number > 0", lambda value: _is_finite(value) and value > 0),
+    "number": ("a finite number", _is_finite),
+    "bool": ("a bool", lambda value: isinstance(value, bool)),
+    "widths": (f"a non-empty list of ints in [1, {MAX_WIDTH}] (the hidden layers' widths)", _is_widths),
+}
 
 
 @dataclass(frozen=True)
@@ -97,16 +141,6 @@ def _names(types: Any) -> list[str]:
     return [str(dtype).lower() for dtype in types]
 
 
-def _valid(kind: str, value: Any) -> bool:
-    if kind == "bool":
-        return isinstance(value, bool)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return False
-    if kind == "number":
-        return True
-    return isinstance(value, numbers.Integral) and value >= (1 if kind == "int>0" else 0)
-
-
 def _check_sections(config: Any) -> None:
     if not isinstance(config, Mapping):
         raise TypeError(f"For 'train', the 'algorithm_config' must be a dict, but got {type(config).__name__}.")
@@ -132,8 +166,9 @@ def _check_settings(config: Mapping[str, Any]) -> None:
         raise ValueError(f"For 'train', the config must set {', '.join(repr(m) for m in missing)} "
                          f"(see configs/dqn.py).")
     for (section, key), (kind, _) in SETTINGS.items():
-        if key in config[section] and not _valid(kind, config[section][key]):
-            raise ValueError(f"For 'train', the '{section}.{key}' must be {_KINDS[kind]}, "
+        expected, valid = _KINDS[kind]
+        if key in config[section] and not valid(config[section][key]):
+            raise ValueError(f"For 'train', the '{section}.{key}' must be {expected}, "
                              f"but got {config[section][key]!r}.")
 
 
@@ -198,8 +233,12 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
         TypeError: If the config or one of its sections is not a dict, or the buffer entry
             has a value of the wrong type (as :func:`~mindspore_rl_buffer.config.buffer_arguments`).
         ValueError: Naming every missing section (and, for a top-level ``algorithm_config`` key,
-            how to fix a YAML file), every missing setting, a setting of the wrong kind, an
+            how to fix a YAML file), every missing setting, a setting of the wrong kind or out of
+            its range (see :data:`SETTINGS`: ``gamma`` and the epsilons in [0, 1], a learning rate
+            and ``huber_delta`` finite and > 0, ``hidden_sizes`` a non-empty list of ints in
+            [1, 16384], ``num_envs`` and ``eval_episodes`` at most 100,000; NaN never), an
             environment other than CartPole-v1, a buffer entry the library's loader refuses,
+            a ``sample_size`` above the buffer's ``capacity``,
             ``number`` other than 1, a ``PriorityReplayBuffer`` (its ``sample`` returns weights
             and slots too), or buffer columns other than (state, action, reward, next_state,
             terminated); for a ``TransitionReplayBuffer``, columns other than (observation,
@@ -247,6 +286,9 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
         raise ValueError(f"For 'train', the replay buffer's 'type' must be a buffer whose sample() returns "
                          f"the columns, such as 'ReplayBuffer' or 'ShardedReplayBuffer', but got "
                          f"'{buffer_type.__name__}'.")
+    if arguments["sample_size"] > arguments["capacity"]:  # a batch larger than what the buffer can ever hold
+        raise ValueError(f"For 'train', the replay buffer's 'sample_size' must be at most its 'capacity' "
+                         f"({arguments['capacity']}), but got {arguments['sample_size']}.")
     shapes = [tuple(shape) for shape in arguments["data_shape"]]
     if issubclass(buffer_type, TransitionReplayBuffer):
         _check_columns(shapes, arguments["data_type"], STEP_SHAPES, STEP_TYPES, STEP_COLUMNS)

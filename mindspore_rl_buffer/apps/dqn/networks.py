@@ -8,6 +8,8 @@ from pathlib import Path
 import mindspore as ms
 from mindspore import nn
 
+from mindspore_rl_buffer.apps.dqn.cartpole import NUM_ACTIONS, OBSERVATION_SIZE
+
 
 class QNetwork(nn.Cell):
     """A multilayer perceptron from observations to one Q-value per action.
@@ -85,8 +87,13 @@ def load_q_network(path: str | Path) -> QNetwork:
     The layer sizes are read from the weights' shapes.
 
     Raises:
-        ValueError: If the file holds no Q-network weights (``layers.<i>.weight`` and ``.bias``).
+        ValueError: If the file is empty, holds no Q-network weights (``layers.<i>.weight`` and
+            ``.bias``), or holds a network that does not map CartPole's 4 observations to its 2
+            actions through layers whose sizes chain (each weight ``(out, in)`` with its bias ``(out,)``).
     """
+    if Path(path).stat().st_size == 0:  # MindSpore's own message would be about 'filter_prefix'
+        raise ValueError(f"For 'evaluate', the checkpoint '{path}' must hold a Q-network's weights, but the "
+                         f"file is empty.")
     weights = {}
     for name, parameter in ms.load_checkpoint(str(path)).items():
         match = _LAYER.search(name)
@@ -97,7 +104,24 @@ def load_q_network(path: str | Path) -> QNetwork:
         raise ValueError(f"For 'evaluate', the checkpoint '{path}' must hold a Q-network's weights "
                          f"('layers.<i>.weight' and '.bias'), but got {sorted(weights) or 'none'}.")
     shapes = [weights[f"layers.{i}.weight"].shape for i in layers]  # (out, in) per Dense layer
+    _check_shapes(path, shapes, [weights[f"layers.{i}.bias"].shape for i in layers])
     q_net = QNetwork(shapes[0][1], shapes[-1][0], [shape[0] for shape in shapes[:-1]])
     for parameter in q_net.get_parameters():
         parameter.set_data(ms.Tensor(weights[_LAYER.search(parameter.name).group(1)]))
     return q_net
+
+
+def _check_shapes(path: str | Path, shapes: list[tuple[int, ...]], bias_shapes: list[tuple[int, ...]]) -> None:
+    """The Dense layers of a checkpoint take CartPole's observations to its actions, each feeding the next."""
+    got = f"weights {[tuple(shape) for shape in shapes]} and biases {[tuple(shape) for shape in bias_shapes]}"
+    chained = (all(len(shape) == 2 and min(shape) >= 1 for shape in shapes)
+               and all(bias == (shape[0],) for shape, bias in zip(shapes, bias_shapes))
+               and all(shapes[i + 1][1] == shapes[i][0] for i in range(len(shapes) - 1)))
+    if not chained:
+        raise ValueError(f"For 'evaluate', the checkpoint '{path}' must hold Dense layers whose sizes chain "
+                         f"(each weight (out, in) with a bias (out,), each layer's in the previous layer's out), "
+                         f"but got {got}.")
+    if shapes[0][1] != OBSERVATION_SIZE or shapes[-1][0] != NUM_ACTIONS:
+        raise ValueError(f"For 'evaluate', the checkpoint '{path}' must hold a Q-network from CartPole's "
+                         f"{OBSERVATION_SIZE} observations to its {NUM_ACTIONS} actions, but its first layer "
+                         f"takes {shapes[0][1]} inputs and its last gives {shapes[-1][0]} outputs ({got}).")

@@ -227,3 +227,37 @@ def test_a_failed_write_of_the_outputs_is_an_error_naming_the_path(tmp_path, cap
     error = capsys.readouterr().err
     assert error.startswith("error: could not read --checkpoint or write --frames")
     assert str(tmp_path / "f.png") in error and "Traceback" not in error
+
+
+def _dense_checkpoint(path, *shapes: tuple[int, int]) -> None:
+    """A checkpoint of Dense layers ``layers.0``, ``layers.2``, ... with weights of ``shapes`` (out, in)."""
+    entries = []
+    for i, (out, inputs) in enumerate(shapes):
+        entries += [{"name": f"layers.{2 * i}.weight", "data": ms.Tensor(np.zeros((out, inputs), np.float32))},
+                    {"name": f"layers.{2 * i}.bias", "data": ms.Tensor(np.zeros(out, np.float32))}]
+    ms.save_checkpoint(entries, str(path))
+
+
+@pytest.mark.parametrize(("shapes", "message"), [
+    (((16, 6), (2, 16)), "first layer takes 6 inputs and its last gives 2 outputs"),
+    (((16, 4), (1, 16)), "first layer takes 4 inputs and its last gives 1 outputs"),
+    (((16, 4), (2, 8)), "whose sizes chain")], ids=["six_inputs", "one_action", "unchained"])
+def test_evaluate_refuses_a_q_network_that_is_not_cartpoles(tmp_path, capsys, monkeypatch, shapes, message):
+    monkeypatch.chdir(tmp_path)  # a graph compile error would leave analyze_fail.ir here
+    checkpoint = tmp_path / "q.ckpt"
+    _dense_checkpoint(checkpoint, *shapes)
+    assert cli.main(["evaluate", "--checkpoint", str(checkpoint), "--episodes", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: For 'evaluate', the checkpoint '{checkpoint}' must hold ")
+    assert message in err and f"weights {[tuple(shape) for shape in shapes]}" in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["q.ckpt"]
+
+
+def test_evaluate_refuses_an_empty_checkpoint_naming_it(tmp_path, capsys):
+    checkpoint = tmp_path / "empty.ckpt"
+    checkpoint.touch()
+    assert cli.main(["evaluate", "--checkpoint", str(checkpoint)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: For 'evaluate', the checkpoint '{checkpoint}' must hold a Q-network's weights, but the file is " \
+           "empty." in err
+    assert "prefix" not in err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import mindspore as ms
 import numpy as np
@@ -161,9 +162,59 @@ def test_every_missing_setting_is_named_before_anything_is_built():
 @pytest.mark.parametrize(("section", "key", "value", "kind"), [
     ("trainer", "max_steps", 0, "an int > 0"), ("trainer", "max_steps", -5, "an int > 0"),
     ("trainer", "eval_interval", 2.5, "an int > 0"), ("trainer", "learning_starts", True, "an int >= 0"),
-    ("learner", "learning_rate", "fast", "a number"), ("learner", "double_dqn", 1, "a bool")])
+    ("learner", "learning_rate", "fast", "a finite number > 0"), ("learner", "double_dqn", 1, "a bool")])
 def test_a_setting_of_the_wrong_kind_is_named(section, key, value, kind):
     config = small_config()
     config[section][key] = value
     with pytest.raises(ValueError, match=rf"the '{section}.{key}' must be {kind}, but got {value!r}\."):
         check_config(config)
+
+
+@pytest.mark.parametrize(("section", "key", "value", "expected"), [
+    ("learner", "gamma", float("nan"), r"a number in \[0, 1\]"), ("learner", "gamma", 5.0, r"a number in \[0, 1\]"),
+    ("learner", "gamma", -0.1, r"a number in \[0, 1\]"), ("policy", "epsilon_start", 7.0, r"a number in \[0, 1\]"),
+    ("policy", "epsilon_end", float("nan"), r"a number in \[0, 1\]"),
+    ("learner", "learning_rate", -1.0, "a finite number > 0"), ("learner", "learning_rate", 0, "a finite number > 0"),
+    ("learner", "learning_rate", float("inf"), "a finite number > 0"),
+    ("learner", "learning_rate", 10**400, "a finite number > 0"),
+    ("learner", "huber_delta", 0.0, "a finite number > 0"),
+    ("trainer", "solve_threshold", float("nan"), "a finite number"),
+    ("policy", "hidden_sizes", [-3], r"a non-empty list of ints in \[1, 16384\]"),
+    ("policy", "hidden_sizes", [], r"a non-empty list of ints in \[1, 16384\]"),
+    ("policy", "hidden_sizes", (64, 2.5), r"a non-empty list of ints in \[1, 16384\]"),
+    ("policy", "hidden_sizes", 128, r"a non-empty list of ints in \[1, 16384\]"),
+    ("environment", "num_envs", 100_000_000, r"an int in \[1, 100000\]"),
+    ("environment", "max_episode_steps", 2**31, r"an int in \[1, 2\*\*31\)"),
+    ("trainer", "eval_episodes", 1e9, r"an int in \[1, 100000\]"),
+    ("trainer", "eval_episodes", 100_001, r"an int in \[1, 100000\]"),
+    ("trainer", "seed", 2**31, r"an int in \[0, 2\*\*31\)")])
+def test_a_setting_out_of_its_range_is_refused_before_anything_is_built(section, key, value, expected):
+    config = small_config()
+    config[section][key] = value
+    message = rf"For 'train', the '{section}\.{key}' must be {expected}.*, but got {re.escape(repr(value))}\."
+    with pytest.raises(ValueError, match=message):
+        check_config(config)
+    with pytest.raises(ValueError, match=message):
+        build_agent(config)
+
+
+@pytest.mark.parametrize(("section", "key", "value"), [
+    ("learner", "gamma", 0), ("learner", "gamma", 1), ("policy", "epsilon_end", 0.0), ("policy", "hidden_sizes", [1]),
+    ("policy", "hidden_sizes", (16384, 3)), ("environment", "num_envs", 100_000),
+    ("trainer", "eval_episodes", 100_000)])
+def test_the_ends_of_a_range_are_accepted(section, key, value):
+    config = small_config()
+    config[section][key] = value
+    check_config(config)
+
+
+def test_a_sample_size_above_the_capacity_is_refused_before_anything_is_built():
+    config = small_config()
+    config["replay_buffer"]["sample_size"] = 257
+    message = r"For 'train', the replay buffer's 'sample_size' must be at most its 'capacity' \(256\), but got 257\."
+    with pytest.raises(ValueError, match=message):
+        check_config(config)
+    with pytest.raises(ValueError, match=message):
+        build_agent(config)
+    config["replay_buffer"]["sample_size"] = 256
+    assert check_config(config).sample_size == 256
