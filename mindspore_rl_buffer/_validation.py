@@ -28,10 +28,8 @@ NO_MAXIMUM = 2**63  # for checks that bound the value themselves, with their own
 def check_size(op: str, arg: str, value: Any, minimum: int = 1, maximum: int = MAX_CAPACITY) -> int:
     """Return ``value`` if it is an int in ``[minimum, maximum]`` (not a bool); raise otherwise.
 
-    The default ``maximum``, 2**30, bounds every count and size the buffers take (sample
-    sizes, batch sizes, environments, steps): past it a draw or a batch cannot be allocated,
-    and a request for one must be refused, not attempted.
-    """
+    The default ``maximum``, 2**30, bounds every count and size (sample and batch sizes,
+    environments, steps): past it nothing can be allocated, so the request is refused."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise _errors.type_error(op, arg, "an int", value)
     if value < minimum:
@@ -95,21 +93,6 @@ def check_column_names(op: str, names: Sequence[Any], reserved: Sequence[str]) -
         if name in reserved:
             raise ValueError(f"For '{op}', the column name {name!r} is reserved: the buffer keeps its own "
                              f"state under the names {sorted(reserved)}; choose another name.")
-
-
-MAX_COLUMN_BYTES = 2**40  # 1 TiB: more than any device holds; a larger column is a mistake, not a buffer
-
-
-def check_column_bytes(op: str, rows: int, specs: Sequence[Any]) -> None:
-    """Every column of ``rows`` rows of its spec: items of positive dims and at most ``MAX_COLUMN_BYTES`` in all."""
-    for spec in specs:
-        if 0 in spec.shape:
-            raise _errors.column_error(op, spec.name, "shape", "a tuple of ints >= 1 (an empty item stores nothing)",
-                                       spec.shape)
-        size = rows * spec.nbytes
-        if size > MAX_COLUMN_BYTES:
-            raise _errors.column_error(op, spec.name, "size", f"at most {MAX_COLUMN_BYTES} bytes (1 TiB)",
-                                       f"{rows} rows of shape {spec.shape} and dtype {spec.dtype}: {size} bytes")
 
 
 def native(array: np.ndarray) -> np.ndarray:

@@ -32,14 +32,14 @@ from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destro
 from mindspore_rl_buffer._validation import (
     check_batch_graph,
     check_capacity,
-    check_column_bytes,
     check_column_names,
     check_logical_index,
     check_transition,
 )
-from mindspore_rl_buffer.checkpoint import RECORD, Checkpointable, ring_contract, spec_record
+from mindspore_rl_buffer.checkpoint import RECORD, Checkpointable, spec_record
+from mindspore_rl_buffer.contracts import ring_contract
 from mindspore_rl_buffer.ops import ring
-from mindspore_rl_buffer.specs import TensorSpec, column_specs, storage_dtype
+from mindspore_rl_buffer.specs import TensorSpec, check_column_bytes, column_specs, storage_dtype
 from mindspore_rl_buffer.writer import BufferWriter
 
 
@@ -68,6 +68,12 @@ def _host_insert(self: RingBuffer, *columns: Any) -> Launch | None:
 
 def _host_get_item(self: RingBuffer, index: Any) -> Launch:
     return Launch(Tensor(check_logical_index("get_item", index, int(self.count))))
+
+
+def reserved_names(*classes: type) -> tuple[str, ...]:
+    """The names ``classes`` (and their bases) keep their own state under (``RESERVED_NAMES``), sorted."""
+    return tuple(sorted({name for cls in classes for base in cls.__mro__
+                         for name in getattr(base, "RESERVED_NAMES", ())}))
 
 
 class RingBuffer(BufferCell, Checkpointable):
@@ -111,8 +117,7 @@ class RingBuffer(BufferCell, Checkpointable):
         op = type(self).__name__
         self._capacity = check_capacity(op, "capacity", capacity)
         if names is not None:
-            reserved = {name for cls in type(self).__mro__ for name in getattr(cls, "RESERVED_NAMES", ())}
-            check_column_names(op, names, tuple(sorted(reserved)))
+            check_column_names(op, names, reserved_names(type(self)))
         self._specs = column_specs(shapes, types, names)
         check_column_bytes(op, self._capacity, self._specs)
         # A bool column is stored as uint8 (no bool ScatterUpdate); encode/decode convert.

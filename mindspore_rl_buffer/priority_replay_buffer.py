@@ -18,7 +18,7 @@ from mindspore_rl_buffer._validation import (
     check_size,
     check_types,
 )
-from mindspore_rl_buffer.checkpoint import priority_contract
+from mindspore_rl_buffer.contracts import priority_contract
 from mindspore_rl_buffer.core import RingBuffer
 from mindspore_rl_buffer.ops import priority
 from mindspore_rl_buffer.ops._common import owned_seed
@@ -232,7 +232,7 @@ class PriorityReplayBuffer(RingBuffer):
 
     def checkpoint_state(self, read: Any) -> list[str]:
         """The trees and ``max_priority`` as the operators keep them (see
-        :func:`~mindspore_rl_buffer.checkpoint.priority_contract`): a corrupt or hand-made file
+        :func:`~mindspore_rl_buffer.contracts.priority_contract`): a corrupt or hand-made file
         would otherwise sample NaN weights or slots that hold no item."""
         return priority_contract(read(self.sum_tree), read(self.min_tree), read(self.max_priority),
                                  int(read(self.count)), (self.sum_tree.name, self.min_tree.name,

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from mindspore_rl_buffer._validation import check_capacity, check_sample_args, check_stored
-from mindspore_rl_buffer.checkpoint import Checkpointable, ring_contract, spec_record
+from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
+from mindspore_rl_buffer.contracts import ring_contract
 from mindspore_rl_buffer.host_ring import NumpyRing
 from mindspore_rl_buffer.nest import FlatSpec
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer

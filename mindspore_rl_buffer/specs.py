@@ -171,3 +171,18 @@ def column_specs(
         TensorSpec(_to_shape(shape, f"shapes[{i}]"), to_dtype(dtype, f"data_type[{i}]"), name)
         for i, (shape, dtype, name) in enumerate(zip(shapes, types, names))
     )
+
+
+MAX_COLUMN_BYTES = 2**40  # 1 TiB: more than any device holds; a larger column is a mistake, not a buffer
+
+
+def check_column_bytes(op: str, rows: int, specs: Sequence[Any]) -> None:
+    """Every column of ``rows`` rows of its spec: items of positive dims and at most ``MAX_COLUMN_BYTES`` in all."""
+    for spec in specs:
+        if 0 in spec.shape:
+            raise _errors.column_error(op, spec.name, "shape", "a tuple of ints >= 1 (an empty item stores nothing)",
+                                       spec.shape)
+        size = rows * spec.nbytes
+        if size > MAX_COLUMN_BYTES:
+            raise _errors.column_error(op, spec.name, "size", f"at most {MAX_COLUMN_BYTES} bytes (1 TiB)",
+                                       f"{rows} rows of shape {spec.shape} and dtype {spec.dtype}: {size} bytes")

@@ -2,15 +2,14 @@
 
 A ring of ``max_length = capacity // num_envs`` time rows, each holding one step of every
 environment (time-major, as :class:`~mindspore_rl_buffer.TrajectoryReplayBuffer`'s segments,
-so episodes of different environments never mix). ``storage``, a
-:class:`~mindspore_rl_buffer.core.RingBuffer`, holds the action, reward, ``terminated``,
-``truncated`` and extra columns, ``(max_length, num_envs, *shape)`` each, and the cursors; the
-buffer itself holds the observations once per step in ``frames`` (the same time-major layout,
-declared ``(max_length * num_envs, *obs_shape)`` so that a sample gathers whole frames) and
-a rank per row for exact uniform sampling (4 bytes). ``next_observation`` is not stored:
-it is the observation of the following row of the same episode, and the final observation
-of an episode is the row after its end (see :mod:`mindspore_rl_buffer.ops.transition` for
-the episode structure, the validity rule of a start and what a sample holds).
+so episodes of different environments never mix). ``storage``, a ``RingBuffer``, holds the
+action, reward, ``terminated``, ``truncated`` and extra columns, ``(max_length, num_envs,
+*shape)`` each, and the cursors; the buffer itself holds the observations once per step in
+``frames`` (the same time-major layout, declared ``(max_length * num_envs, *obs_shape)`` so
+that a sample gathers whole frames) and a rank per row for exact uniform sampling (4 bytes).
+``next_observation`` is not stored: it is the observation of the next row of the same episode,
+and an episode's final observation is the row after its end (:mod:`mindspore_rl_buffer.ops.transition`
+has the episode structure, the validity rule of a start and what a sample holds).
 """
 from __future__ import annotations
 
@@ -28,7 +27,6 @@ from mindspore_rl_buffer._validation import (
     TRANSITION_ROLES,
     check_batch_graph,
     check_capacity,
-    check_column_bytes,
     check_column_names,
     check_final_rows,
     check_gamma,
@@ -40,12 +38,13 @@ from mindspore_rl_buffer._validation import (
     check_transition,
     check_transition_layout,
 )
-from mindspore_rl_buffer.checkpoint import Checkpointable, episode_contract, ring_contract, spec_record
-from mindspore_rl_buffer.core import RingBuffer
+from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
+from mindspore_rl_buffer.contracts import episode_contract, ring_contract
+from mindspore_rl_buffer.core import RingBuffer, reserved_names
 from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
 from mindspore_rl_buffer.ops._common import guarded, owned_seed
-from mindspore_rl_buffer.specs import TensorSpec, column_specs
+from mindspore_rl_buffer.specs import TensorSpec, check_column_bytes, column_specs
 from mindspore_rl_buffer.tf_agents import BufferInfo
 from mindspore_rl_buffer.writer import BufferWriter
 
@@ -147,12 +146,10 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         self._gamma = check_gamma(op, gamma)
         self._seed = check_seed(op, seed)
         self._draw_seed = owned_seed(self._seed)  # what the random operators take
-        if names is None and isinstance(shapes, (list, tuple)):
-            names = [*TRANSITION_ROLES, *(f"extra_{i}" for i in range(len(shapes) - 5))][:len(shapes)]
-        if names is not None:
-            reserved = {name for cls in (*type(self).__mro__, *RingBuffer.__mro__)
-                        for name in getattr(cls, "RESERVED_NAMES", ())}
-            check_column_names(op, names, tuple(sorted(reserved)))
+        if isinstance(shapes, (list, tuple)):  # else column_specs names the problem
+            names = [*TRANSITION_ROLES, *(f"extra_{i}" for i in range(len(shapes) - 5))][:len(shapes)] \
+                if names is None else names
+            check_column_names(op, names, reserved_names(type(self), RingBuffer))
         step_specs = column_specs(shapes, types, names)
         check_transition_layout(op, step_specs)
         self._max_length = check_ring_length(op, capacity, self._num_envs, self._stack_size, self._n_step)
@@ -163,8 +160,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         self.frames = Parameter(initializer("zeros", (rows, *frame.shape), frame.dtype), name=frame.name,
                                 requires_grad=False)
         self.ranks = Parameter(initializer("zeros", (rows,), ms.int32), name="ranks", requires_grad=False)
-        self.last_ended = Parameter(Tensor(np.zeros(self._num_envs, np.int32)), name="last_ended",
-                                    requires_grad=False)
+        self.last_ended = Parameter(Tensor(np.zeros(self._num_envs, np.int32)), name="last_ended", requires_grad=False)
         self.finals = Parameter(Tensor(0, ms.int32), name="finals", requires_grad=False)
         rest = self._specs[1:]
         self.storage = RingBuffer(self._max_length, [s.shape for s in rest], [s.dtype for s in rest],

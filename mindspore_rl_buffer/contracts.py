@@ -1,0 +1,116 @@
+"""The invariants a buffer's state keeps, checked on the host before a checkpoint is restored.
+
+Each function takes the values a checkpoint holds and returns what breaks the contract
+(``None`` or ``[]`` when nothing does). The buffers' ``checkpoint_cursors`` and
+``checkpoint_state`` (see :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`) call
+them, and a restore refuses a file whose state breaks one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def ring_contract(head: int, count: int, capacity: int) -> str | None:
+    """What breaks the cursor contract of :mod:`mindspore_rl_buffer.ops`, or ``None``."""
+    if not 0 <= count <= capacity:
+        return f"count={count} must be in [0, {capacity}]"
+    if not 0 <= head < capacity:
+        return f"head={head} must be in [0, {capacity})"
+    if head != 0 and count != capacity:
+        return f"head={head} must be 0 while the buffer is not full (count={count} < {capacity})"
+    return None
+
+
+def episode_contract(head: int, count: int, last_ended: np.ndarray, finals: int, ranks: np.ndarray,
+                     ended: np.ndarray) -> list[str]:
+    """What breaks the episode bookkeeping of a transition buffer (``mindspore_rl_buffer.ops.transition``).
+
+    ``ended`` holds the physical rows' episode ends, ``(max_length, num_envs)``; ``head`` and
+    ``count`` keep the ring contract (checked apart).
+    """
+    max_length, num_envs = ended.shape
+    size = max_length * num_envs
+    problems = []
+    stored = ended[(head + np.arange(count)) % max_length]
+    expected_last = stored[-1] if count else np.zeros(num_envs, bool)
+    if not np.isin(last_ended, (0, 1)).all() or not np.array_equal(last_ended.astype(bool), expected_last):
+        problems.append(f"last_ended={last_ended.tolist()} must be the newest row's episode ends "
+                        f"{expected_last.astype(int).tolist()}")
+    if (stored[1:] & stored[:-1]).any():
+        problems.append("a final row (the one after an episode's end) carries a flag")
+    q = (((head + np.arange(count)) % max_length)[:, None] * num_envs + np.arange(num_envs)).reshape(-1)
+    adjusted = ranks[q].astype(np.int64) + size * (q < head * num_envs)
+    steps = np.diff(adjusted)
+    if count and (not np.isin(steps[:num_envs - 1], (0, 1)).all()
+                  or not np.array_equal(steps[num_envs - 1:], 1 - stored[:-1].reshape(-1))
+                  or ranks[q[-1]] != q[-1] - size - finals):
+        problems.append("the start ranks disagree with the stored flags and final_rows")
+    if count < max_length and ranks[count * num_envs:].any():
+        problems.append("rows not written yet must rank 0")
+    return problems
+
+
+# How far a tree node may be from what its children give. Each is one float32 operation on
+# them (ops.priority.tree_writes), but a slot repeated in one update may be written from leaf
+# values one unit of rounding apart (MindSpore 2.10's CPU pow, measured on the 9th of 9 equal
+# values), a node and its child from different repeats: allow some units of float32
+# rounding, far below a corruption that changes what is sampled.
+TREE_RTOL = 1e-5
+
+
+def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: np.ndarray, count: int,
+                      names: tuple[str, str, str]) -> list[str]:
+    """What breaks the trees of a priority buffer (``mindspore_rl_buffer.ops.priority``), or ``[]``.
+
+    The invariants its operators keep: ``max_priority`` is finite and positive; the stored
+    slots ``[0, count)`` (the ring holds ``count`` items; ``count`` keeps the ring contract,
+    checked apart) have positive finite leaves, equal in both trees; every other leaf is 0 in
+    the sum tree and ``+inf`` in the min tree; every inner node is the sum (the minimum) of its
+    two children. Values computed apart are compared within :data:`TREE_RTOL`; each problem
+    names its Parameter (``names``: the sum tree's, the min tree's, ``max_priority``'s).
+    """
+    sum_name, min_name, max_name = names
+    top = float(np.asarray(max_priority, np.float64).reshape(-1)[0])
+    problems = []
+    if not (np.isfinite(top) and top > 0):
+        problems.append(f"Parameter '{max_name}' must be finite and > 0, but got {top}")
+    sums, mins = np.asarray(sum_tree, np.float64), np.asarray(min_tree, np.float64)
+    bad = np.flatnonzero(~(np.isfinite(sums) & (sums >= 0)))
+    if bad.size:
+        problems.append(f"Parameter '{sum_name}' must be finite and >= 0 in every node, but got {sums[bad[0]]} "
+                        f"at node {bad[0]} ({bad.size} such nodes)")
+    bad = np.flatnonzero(~(mins >= 0))  # +inf marks slots not stored
+    if bad.size:
+        problems.append(f"Parameter '{min_name}' must be >= 0 (or +inf) in every node, but got {mins[bad[0]]} "
+                        f"at node {bad[0]} ({bad.size} such nodes)")
+    if problems:
+        return problems
+    size = sums.size // 2  # slot s is the leaf node size + s; node 0 is unused
+    stored = np.arange(size) < count
+    sum_leaves, min_leaves = sums[size:], mins[size:]
+    after = f"the slots not stored (from slot {count} on)"
+    for name, wrong, what, values in (
+            (sum_name, stored & ~(sum_leaves > 0), f"a leaf > 0 for each of the {count} stored slots", sum_leaves),
+            (sum_name, ~stored & (sum_leaves != 0), f"0 for {after}", sum_leaves),
+            (min_name, stored & ~np.isclose(min_leaves, sum_leaves, rtol=TREE_RTOL, atol=0),
+             f"the leaves of '{sum_name}' for the stored slots",
+             min_leaves),
+            (min_name, ~stored & (min_leaves != np.inf), f"+inf for {after}", min_leaves)):
+        slots = np.flatnonzero(wrong)
+        if slots.size:
+            problems.append(f"Parameter '{name}' must hold {what}, but got {values[slots[0]]} for slot {slots[0]} "
+                            f"({slots.size} such slots)")
+    inner = np.arange(1, size)
+    children = sums[2 * inner] + sums[2 * inner + 1]
+    bad = inner[~np.isclose(sums[inner], children, rtol=TREE_RTOL, atol=0)]
+    if bad.size:
+        problems.append(f"Parameter '{sum_name}' must hold in every inner node the sum of its two children, but "
+                        f"node {bad[0]} holds {sums[bad[0]]} where its children sum to {children[bad[0] - 1]} "
+                        f"({bad.size} such nodes)")
+    children = np.minimum(mins[2 * inner], mins[2 * inner + 1])
+    bad = inner[~np.isclose(mins[inner], children, rtol=TREE_RTOL, atol=0)]
+    if bad.size:
+        problems.append(f"Parameter '{min_name}' must hold in every inner node the minimum of its two children, "
+                        f"but node {bad[0]} holds {mins[bad[0]]} where their minimum is {children[bad[0] - 1]} "
+                        f"({bad.size} such nodes)")
+    return problems
