@@ -66,7 +66,7 @@ def test_the_shipped_nstep_config_is_dqn_py_with_a_transition_buffer():
     (lambda c: c["trainer"].update(learning_starts=20),
      "the 'trainer.learning_starts' must be at least 21 with a TransitionReplayBuffer of n_step 3 and 4 "
      "environments, so that the first sample finds a valid start (n_step + 3 steps stored), but got 20."),
-    (lambda c: c["replay_buffer"].update(capacity=20),
+    (lambda c: c["replay_buffer"].update(capacity=20, sample_size=8),  # a sample_size above capacity: refused apart
      "the replay buffer's 'capacity' must hold n_step + 3 = 6 steps of 4 environments (24 rows), but got 20."),
     (lambda c: c["replay_buffer"].update(data_shape=[(4,), (1,), (), (), ()]),
      "'data_shape' must be [(4,), (), (), (), ()] (observation, action, reward, terminated, truncated)"),
