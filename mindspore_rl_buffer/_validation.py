@@ -25,6 +25,7 @@ FLOAT_DTYPES = (ms.float16, ms.bfloat16, ms.float32, ms.float64)
 
 # ------------------------------------------------------------------------------ scalars
 NO_MAXIMUM = 2**63  # for checks that bound the value themselves, with their own reason
+SEED_END = 2**31  # seeds are ints in [0, SEED_END): what MindSpore's random operators (and numpy) take
 def check_size(op: str, arg: str, value: Any, minimum: int = 1, maximum: int = MAX_CAPACITY) -> int:
     """Return ``value`` if it is an int in ``[minimum, maximum]`` (not a bool); raise otherwise.
 
@@ -53,7 +54,7 @@ def check_seed(op: str, value: Any) -> int | None:
     if value is None:
         return None
     value = check_size(op, "seed", value, minimum=0, maximum=NO_MAXIMUM)
-    if value >= 2**31:
+    if value >= SEED_END:
         raise _errors.value_error(op, "seed", "an int in [0, 2**31)", value)
     return value
 
@@ -65,7 +66,7 @@ def check_seeds(op: str, seed: Any, seed0: Any = 0, seed1: Any = 0) -> int | Non
     follow ``mindspore.set_seed``); ``seed`` is this library's spelling. Giving both is refused.
     """
     for arg, value in (("seed0", seed0), ("seed1", seed1)):
-        check_size(op, arg, value, minimum=0, maximum=2**31 - 1)
+        check_size(op, arg, value, minimum=0, maximum=SEED_END - 1)
     if seed is not None and (seed0 or seed1):
         raise ValueError(f"For '{op}', give either 'seed' or MindSpore Reinforcement's 'seed0'/'seed1', but got "
                          f"seed={seed}, seed0={seed0}, seed1={seed1}.")

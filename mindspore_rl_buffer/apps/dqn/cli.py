@@ -39,8 +39,6 @@ MAX_STEPS = 10**9
 # At most 100,000 episodes: they are played in parallel, one CartPole each, so their memory grows with
 # the count (10**8 ran out of memory); 100,000 pins a mean return far tighter than the 100 by default.
 MAX_EPISODES = 100_000
-# Seeds MindSpore and numpy both take: an int in [0, 2**31).
-SEED_END = 2**31
 
 
 def _shown(text: str) -> str:
@@ -75,6 +73,8 @@ def _at_most(limit: int, why: str):
 
 def _seed(text: str) -> int:
     """An argparse type: an int in [0, 2**31), or a usage error that says so."""
+    from mindspore_rl_buffer._validation import SEED_END  # here: the module imports MindSpore
+
     expected = "an int in [0, 2**31)"
     value = _parse_int(text, expected)
     if not 0 <= value < SEED_END:

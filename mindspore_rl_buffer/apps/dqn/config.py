@@ -27,6 +27,7 @@ from typing import Any
 import mindspore as ms
 
 from mindspore_rl_buffer import PriorityReplayBuffer, TransitionReplayBuffer
+from mindspore_rl_buffer._validation import SEED_END
 from mindspore_rl_buffer.apps.dqn.cartpole import MAX_EPISODE_STEPS, OBSERVATION_SIZE
 from mindspore_rl_buffer.config import buffer_arguments
 
@@ -104,7 +105,7 @@ _KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "int32>0": ("an int in [1, 2**31)", lambda value: _is_int(value) and 1 <= value < 2**31),
     "envs": (f"an int in [1, {MAX_ENVS}]", lambda value: _is_int(value) and 1 <= value <= MAX_ENVS),
     # What MindSpore's random operators take (it also seeds numpy and gymnasium).
-    "seed": ("an int in [0, 2**31)", lambda value: _is_int(value) and 0 <= value < 2**31),
+    "seed": ("an int in [0, 2**31)", lambda value: _is_int(value) and 0 <= value < SEED_END),
     "fraction": ("a number in [0, 1]", lambda value: _is_finite(value) and 0 <= value <= 1),
     "number>0": ("a finite number > 0", lambda value: _is_finite(value) and value > 0),
     "number": ("a finite number", _is_finite),
