@@ -2,9 +2,10 @@
 
 Evaluations of 500 steps over 100 CartPoles, interleaved in rounds: the host loop's (one
 launch per step, :func:`~mindspore_rl_buffer.apps.dqn.evaluation.evaluate_mindspore`), the
-shipped :class:`~mindspore_rl_buffer.apps.dqn.evaluation.EvalLoop` (128x128 Q-network, 5
+shipped :class:`~mindspore_rl_buffer.apps.dqn.evaluation.EvalLoop` (128x128 Q-network, 10
 steps a pass of its ``while`` loop, :class:`~mindspore_rl_buffer.apps.dqn.policy.FoldedGreedy`),
-the same with the ``argmax`` policy it had before, and with 1 step a pass; then compiled loops of
+the loop it replaced (the episodes' bookkeeping at every step on the ``(n, 4)`` state, 5 steps a
+pass), the shipped loop with the ``argmax`` policy, and with 1 step a pass; then compiled loops of
 the greedy policy alone (the 128x128 network, then an 8x8 one), and of the dynamics with the
 loop under a fixed linear rule that balances the pole. It prints the milliseconds per
 evaluation, the microseconds per step and the host loop's time over each, in the same
@@ -23,10 +24,10 @@ from mindspore import Tensor, nn, ops
 
 from benchmarks.common import table
 from benchmarks.dqn_solve import balancing_network
-from mindspore_rl_buffer.apps.dqn.cartpole import CartPole
+from mindspore_rl_buffer.apps.dqn.cartpole import CartPole, cartpole_step
 from mindspore_rl_buffer.apps.dqn.evaluation import EvalLoop, EvalStep, evaluate_mindspore
 from mindspore_rl_buffer.apps.dqn.networks import QNetwork
-from mindspore_rl_buffer.apps.dqn.policy import GreedyAction
+from mindspore_rl_buffer.apps.dqn.policy import FoldedGreedy, GreedyAction
 
 
 class PolicyLoop(nn.Cell):
@@ -50,8 +51,16 @@ class PolicyLoop(nn.Cell):
 class LinearRule(nn.Cell):
     """Push towards where the pole is falling: a fixed rule that balances CartPole, in 4 kernels."""
 
+    two_actions = True
+
     def fold(self):
         return ()
+
+    def augment(self, state):
+        return FoldedGreedy.augment(self, state)
+
+    def scores(self, state, weights):
+        return state[:, 2:3] + 0.3 * state[:, 3:4]
 
     def construct(self, state, weights):
         return (state[:, 2] + 0.3 * state[:, 3] > 0).astype(ms.int32)
@@ -60,11 +69,38 @@ class LinearRule(nn.Cell):
 class ArgmaxPolicy(GreedyAction):
     """:class:`GreedyAction` (``argmax`` over the Q-network, 10 kernels) where ``EvalLoop`` takes its policy."""
 
+    two_actions = False
+
     def fold(self):
         return ()
 
+    def augment(self, state):
+        return FoldedGreedy.augment(self, state)
+
+    def scores(self, state, weights):
+        return self.q_net(state[:, :4])
+
     def construct(self, state, weights):
         return super().construct(state)
+
+
+class StepwiseEvalLoop(EvalLoop):
+    """``EvalLoop`` as it was until 2026-11-26: the policy's ``construct`` and ``cartpole_step`` on the
+    ``(n, 4)`` state, the returns and the alive marks updated at every step, 5 steps a pass."""
+
+    def construct(self):
+        state = self.env.reset()
+        weights = self.policy.fold()
+        returns = ops.zeros_like(state[:, 0])
+        alive = ops.ones_like(returns)
+        steps = Tensor(0, ms.int32)
+        while ops.logical_and(steps < self.max_episode_steps, alive.sum() > 0):
+            for _ in range(self.unroll):
+                state, terminated = cartpole_step(state, self.policy(state, weights))
+                returns = returns + alive
+                alive = alive * (1.0 - terminated.astype(ms.float32))
+            steps = steps + self.unroll
+        return returns
 
 
 def dynamics_loop(env: CartPole) -> EvalLoop:
@@ -82,6 +118,7 @@ def argmax_loop(q_net: QNetwork, env: CartPole) -> EvalLoop:
 
 
 HOST = "host loop, one launch per step"
+STEPWISE = "EvalLoop until 2026-11-26 (bookkeeping every step, 5 steps a pass)"
 
 
 def measure(envs: int, steps: int, rounds: int) -> dict[str, Any]:
@@ -89,6 +126,7 @@ def measure(envs: int, steps: int, rounds: int) -> dict[str, Any]:
     host = EvalStep(q_net, CartPole(envs, steps))
     cells = {HOST: lambda: evaluate_mindspore(host, steps),
              "EvalLoop as shipped (128x128 Q-network)": EvalLoop(q_net, CartPole(envs, steps)),
+             STEPWISE: StepwiseEvalLoop(q_net, CartPole(envs, steps), unroll=5),
              "EvalLoop with the argmax policy (before FoldedGreedy)": argmax_loop(q_net, CartPole(envs, steps)),
              "EvalLoop, 1 step a pass": EvalLoop(q_net, CartPole(envs, steps), unroll=1),
              "greedy policy alone, 128x128": PolicyLoop(q_net, envs, steps),

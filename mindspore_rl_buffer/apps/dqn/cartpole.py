@@ -44,6 +44,30 @@ NUM_ACTIONS = 2
 _LIMITS = Tensor(np.array([X_THRESHOLD, np.inf, THETA_THRESHOLD, np.inf], np.float32))
 
 
+def accelerations(theta, theta_dot, force):
+    """CartPole-v1's cart and pole accelerations, elementwise (any shape, float32).
+
+    Args:
+        theta, theta_dot (Tensor): pole angle and angular velocity.
+        force (Tensor): the push on the cart, ``FORCE_MAG`` or ``-FORCE_MAG``.
+
+    Returns:
+        Tuple of 2 tensors: the cart's and the pole's acceleration, in gymnasium's order of
+        operations (:func:`cartpole_step` and the evaluation loop share it, so they round alike).
+
+    Supported Platforms:
+        ``GPU`` ``CPU``
+    """
+    costheta = ops.cos(theta)
+    sintheta = ops.sin(theta)
+    temp = (force + POLE_MASS_LENGTH * theta_dot * theta_dot * sintheta) / TOTAL_MASS
+    thetaacc = (GRAVITY * sintheta - costheta * temp) / (
+        LENGTH * (4.0 / 3.0 - MASS_POLE * costheta * costheta / TOTAL_MASS)
+    )
+    xacc = temp - POLE_MASS_LENGTH * thetaacc * costheta / TOTAL_MASS
+    return xacc, thetaacc
+
+
 def cartpole_step(state, action):
     """One Euler step of CartPole-v1 for a batch of environments.
 
@@ -63,13 +87,7 @@ def cartpole_step(state, action):
     # Euler update and the termination test act on the whole (n, 4) state at once.
     _, x_dot, theta, theta_dot = ops.unstack(state, axis=1)
     force = ops.where(action == 1, FORCE_MAG, -FORCE_MAG).astype(state.dtype)
-    costheta = ops.cos(theta)
-    sintheta = ops.sin(theta)
-    temp = (force + POLE_MASS_LENGTH * theta_dot * theta_dot * sintheta) / TOTAL_MASS
-    thetaacc = (GRAVITY * sintheta - costheta * temp) / (
-        LENGTH * (4.0 / 3.0 - MASS_POLE * costheta * costheta / TOTAL_MASS)
-    )
-    xacc = temp - POLE_MASS_LENGTH * thetaacc * costheta / TOTAL_MASS
+    xacc, thetaacc = accelerations(theta, theta_dot, force)
     next_state = state + TAU * ops.stack((x_dot, xacc, theta_dot, thetaacc), axis=1)
     # |x| > 2.4 or |theta| > 12 degrees; the velocities never terminate.
     terminated = (ops.abs(next_state) > _LIMITS).any(axis=1)

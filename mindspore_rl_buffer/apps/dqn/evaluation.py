@@ -14,8 +14,18 @@ import mindspore as ms
 import numpy as np
 from mindspore import Parameter, ParameterTuple, Tensor, jit, nn, ops
 
-from mindspore_rl_buffer.apps.dqn.cartpole import CartPole, cartpole_step
+from mindspore_rl_buffer.apps.dqn.cartpole import (
+    FORCE_MAG,
+    TAU,
+    THETA_THRESHOLD,
+    X_THRESHOLD,
+    CartPole,
+    accelerations,
+)
 from mindspore_rl_buffer.apps.dqn.policy import FoldedGreedy, GreedyAction
+
+# CartPole's termination limits on the augmented state (x, x_dot, theta, theta_dot, 1)
+_LIMITS_AUGMENTED = Tensor(np.array([X_THRESHOLD, np.inf, THETA_THRESHOLD, np.inf, np.inf], np.float32))
 
 
 class EvalStep(nn.Cell):
@@ -69,18 +79,20 @@ class EvalLoop(nn.Cell):
 
     Each call draws fresh start states (``env``'s reset), then steps the dynamics inside a
     graph ``while`` loop until every episode has ended (terminated, or truncated at
-    ``max_episode_steps``), summing each episode's reward as it goes. The state is carried by
-    the loop, not written to ``env``'s Parameters, and finished episodes are not restarted:
-    about half the kernels of a training step of the environments. Each pass of the loop plays
-    ``unroll`` steps (a pass's test and jump cost about as much as 30 small kernels on a CPU);
-    the steps after an episode's end add nothing to its return. The greedy actions come from
-    :class:`FoldedGreedy`, its weights folded once per launch.
+    ``max_episode_steps``), counting each episode's steps, the terminating one included (its
+    return). Written for few kernels a step (each costs a few microseconds on a CPU, whatever
+    its size): the state is carried by the loop, not written to ``env``'s Parameters, with the
+    column of ones the folded policy reads its biases from (:class:`FoldedGreedy`, its weights
+    folded once per launch), and finished episodes are not restarted; each pass of the loop
+    plays ``unroll`` steps and then, once for all of them, finds where each episode fell
+    first. The dynamics are :func:`~.cartpole.cartpole_step`'s operations in the same order,
+    so both play the same episodes.
 
     Args:
         q_net (QNetwork): The network whose greedy actions are evaluated.
         env (CartPole): One environment per evaluation episode.
         unroll (int): Steps per pass of the loop, a divisor of ``env.max_episode_steps``;
-            ``None`` takes the largest divisor up to 5. Default: ``None``.
+            ``None`` takes the largest divisor up to 10. Default: ``None``.
 
     Outputs:
         Tensor, float32, ``(env.num_envs,)``: the return of each episode.
@@ -93,7 +105,7 @@ class EvalLoop(nn.Cell):
 
     Examples:
         >>> import mindspore as ms
-        >>> from mindspore_rl_buffer.apps.dqn.cartpole import CartPole, cartpole_step
+        >>> from mindspore_rl_buffer.apps.dqn.cartpole import CartPole
         >>> from mindspore_rl_buffer.apps.dqn.evaluation import EvalLoop
         >>> from mindspore_rl_buffer.apps.dqn.networks import QNetwork
         >>> returns = EvalLoop(QNetwork(4, 2, (8,)), CartPole(5, max_episode_steps=20))().asnumpy()
@@ -105,7 +117,7 @@ class EvalLoop(nn.Cell):
         super().__init__()
         limit = env.max_episode_steps
         if unroll is None:
-            unroll = max(k for k in range(1, 6) if limit % k == 0)
+            unroll = max(k for k in range(1, 11) if limit % k == 0)
         if isinstance(unroll, bool) or not isinstance(unroll, int) or unroll < 1 or limit % unroll:
             raise ValueError(f"For 'EvalLoop', 'unroll' must be an int >= 1 dividing max_episode_steps ({limit}), "
                              f"but got {unroll!r}.")
@@ -113,18 +125,40 @@ class EvalLoop(nn.Cell):
         self.env = env
         self.unroll = unroll
         self.max_episode_steps = Tensor(limit, ms.int32)
+        n = env.num_envs
+        self.push = Tensor(np.full(n, FORCE_MAG, np.float32))
+        self.pull = Tensor(np.full(n, -FORCE_MAG, np.float32))
+        self.still = Tensor(np.zeros(n, np.float32))  # the column of ones does not move
+        # steps of the pass left after a fall at each of its steps; the steps an episode plays in a pass
+        self.left_after = Tensor(np.tile(np.arange(unroll - 1, -1, -1, dtype=np.float32), (n, 1)))
+        self.whole = Tensor(np.full(n, unroll, np.float32))
+        self.none_left = Tensor(np.zeros((n, unroll), np.float32))
+
+    def _step(self, state, weights):
+        """One greedy step of the augmented states ``(n, 5)``: the dynamics of ``cartpole_step``."""
+        scores = self.policy.scores(state, weights)
+        push = (scores > 0).reshape((-1,)) if self.policy.two_actions else ops.argmax(scores, dim=1) == 1
+        _, x_dot, theta, theta_dot, _ = ops.unstack(state, axis=1)
+        xacc, thetaacc = accelerations(theta, theta_dot, ops.select(push, self.push, self.pull))
+        return state + TAU * ops.stack((x_dot, xacc, theta_dot, thetaacc, self.still), axis=1)
 
     def construct(self):
-        state = self.env.reset()
         weights = self.policy.fold()
-        returns = ops.zeros_like(state[:, 0])
+        state = self.policy.augment(self.env.reset())
+        returns = ops.zeros((state.shape[0],), ms.float32)
         alive = ops.ones_like(returns)
         steps = Tensor(0, ms.int32)
         while ops.logical_and(steps < self.max_episode_steps, alive.sum() > 0):
+            states = ()
             for _ in range(self.unroll):
-                state, terminated = cartpole_step(state, self.policy(state, weights))
-                returns = returns + alive  # a reward of 1 for every step, the terminating one included
-                alive = alive * (1.0 - terminated.astype(ms.float32))
+                state = self._step(state, weights)
+                states = (*states, state)
+            # (n, unroll): |x| > 2.4 or |theta| > 12 degrees after each step of the pass
+            fell = (ops.abs(ops.stack(states, 1)) > _LIMITS_AUGMENTED).any(axis=2)
+            # an episode still going plays the whole pass, or up to its first fall, that step included
+            played = self.whole - ops.amax(ops.select(fell, self.left_after, self.none_left), axis=1)
+            returns = returns + alive * played
+            alive = ops.select(fell.any(axis=1), self.still, alive)
             steps = steps + self.unroll
         return returns
 

@@ -143,11 +143,20 @@ class FoldedGreedy(nn.Cell):
             folded = (*folded, weight)
         return folded
 
-    def construct(self, observation, weights):
-        h = ops.concat((observation, ops.ones((observation.shape[0], 1), observation.dtype)), 1)
+    def augment(self, observation):
+        """``observation`` with the column of ones from which the first folded layer reads its bias."""
+        return ops.concat((observation, ops.ones((observation.shape[0], 1), observation.dtype)), 1)
+
+    def scores(self, augmented, weights):
+        """The last layer's output for augmented observations: ``Q1 - Q0`` (``(n, 1)``) with two
+        actions, else the Q-values."""
+        h = augmented
         for weight in weights[:-1]:
             h = ops.relu(ops.matmul(h, weight))
-        q = ops.matmul(h, weights[-1])
+        return ops.matmul(h, weights[-1])
+
+    def construct(self, observation, weights):
+        q = self.scores(self.augment(observation), weights)
         if self.two_actions:
             return (q.reshape((-1,)) > 0).astype(ms.int32)
         return ops.argmax(q, dim=1).astype(ms.int32)

@@ -58,7 +58,7 @@ def test_one_launch_plays_the_episodes_a_step_at_a_time_would(hidden):
 @pytest.mark.parametrize("max_episode_steps", [30, 23])  # 5 steps a pass; a prime, 1 step a pass
 def test_episodes_are_truncated_at_max_episode_steps(max_episode_steps):
     loop = EvalLoop(balancing_network(), CartPole(8, max_episode_steps=max_episode_steps))
-    assert loop.unroll == (5 if max_episode_steps == 30 else 1)
+    assert loop.unroll == (10 if max_episode_steps == 30 else 1)
     np.testing.assert_array_equal(loop().asnumpy(), float(max_episode_steps))
 
 
@@ -120,3 +120,11 @@ def test_the_host_evaluator_folds_the_current_weights_at_every_restart():
         for _ in range(60):
             step()
         np.testing.assert_array_equal(step.returns.asnumpy(), play_per_step(network, start, 60))
+
+
+def test_with_three_actions_only_action_1_pushes_right_as_in_cartpole_step():
+    q_net = QNetwork(4, 3, (16,))
+    loop = EvalLoop(q_net, CartPole(32, max_episode_steps=40))
+    returns = loop().asnumpy()
+    np.testing.assert_array_equal(returns, play_per_step(q_net, loop.env.state.asnumpy(), 40))
+    assert len(np.unique(returns)) > 1
