@@ -48,34 +48,32 @@ class PolicyLoop(nn.Cell):
         return actions
 
 
-class LinearRule(nn.Cell):
-    """Push towards where the pole is falling: a fixed rule that balances CartPole, in 4 kernels."""
-
-    two_actions = True
+class _Unfolded:
+    """What ``EvalLoop`` asks of a policy beyond :class:`FoldedGreedy`'s, for one that folds nothing."""
 
     def fold(self):
         return ()
 
     def augment(self, state):
         return FoldedGreedy.augment(self, state)
+
+
+class LinearRule(_Unfolded, nn.Cell):
+    """Push towards where the pole is falling: a fixed rule that balances CartPole, in 4 kernels."""
+
+    two_actions = True
 
     def scores(self, state, weights):
         return state[:, 2:3] + 0.3 * state[:, 3:4]
 
     def construct(self, state, weights):
-        return (state[:, 2] + 0.3 * state[:, 3] > 0).astype(ms.int32)
+        return (self.scores(state, weights).reshape((-1,)) > 0).astype(ms.int32)
 
 
-class ArgmaxPolicy(GreedyAction):
+class ArgmaxPolicy(_Unfolded, GreedyAction):
     """:class:`GreedyAction` (``argmax`` over the Q-network, 10 kernels) where ``EvalLoop`` takes its policy."""
 
     two_actions = False
-
-    def fold(self):
-        return ()
-
-    def augment(self, state):
-        return FoldedGreedy.augment(self, state)
 
     def scores(self, state, weights):
         return self.q_net(state[:, :4])

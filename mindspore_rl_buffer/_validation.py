@@ -24,39 +24,37 @@ FLOAT_DTYPES = (ms.float16, ms.bfloat16, ms.float32, ms.float64)
 
 
 # ------------------------------------------------------------------------------ scalars
-NO_MAXIMUM = 2**63  # for checks that bound the value themselves, with their own reason
 SEED_END = 2**31  # seeds are ints in [0, SEED_END): what MindSpore's random operators (and numpy) take
-def check_size(op: str, arg: str, value: Any, minimum: int = 1, maximum: int = MAX_CAPACITY) -> int:
+
+
+def check_size(op: str, arg: str, value: Any, minimum: int = 1, maximum: int = MAX_CAPACITY,
+               bound: str | None = None) -> int:
     """Return ``value`` if it is an int in ``[minimum, maximum]`` (not a bool); raise otherwise.
 
     The default ``maximum``, 2**30, bounds every count and size (sample and batch sizes,
-    environments, steps): past it nothing can be allocated, so the request is refused."""
+    environments, steps): past it nothing can be allocated, so the request is refused.
+    ``bound`` words the range in the error for a value above ``maximum`` (with its reason);
+    by default ``an int <= maximum``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise _errors.type_error(op, arg, "an int", value)
     if value < minimum:
         raise _errors.value_error(op, arg, f"an int >= {minimum}", value)
     if value > maximum:
-        raise _errors.value_error(op, arg, f"an int <= {maximum}", value)
+        raise _errors.value_error(op, arg, bound or f"an int <= {maximum}", value)
     return int(value)
 
 
 def check_capacity(op: str, arg: str, value: Any) -> int:
     """A capacity: an int in ``[1, MAX_CAPACITY]``, where the int32 cursor arithmetic is exact."""
-    value = check_size(op, arg, value, maximum=NO_MAXIMUM)
-    if value > MAX_CAPACITY:
-        raise _errors.value_error(op, arg, f"an int <= {MAX_CAPACITY} (2**30, the largest capacity whose int32 "
-                                           f"cursor arithmetic is exact)", value)
-    return value
+    return check_size(op, arg, value, bound=f"an int <= {MAX_CAPACITY} (2**30, the largest capacity whose int32 "
+                                            f"cursor arithmetic is exact)")
 
 
 def check_seed(op: str, value: Any) -> int | None:
     """A seed: ``None``, or an int in ``[0, 2**31)`` (what MindSpore's random operators take)."""
     if value is None:
         return None
-    value = check_size(op, "seed", value, minimum=0, maximum=NO_MAXIMUM)
-    if value >= SEED_END:
-        raise _errors.value_error(op, "seed", "an int in [0, 2**31)", value)
-    return value
+    return check_size(op, "seed", value, minimum=0, maximum=SEED_END - 1, bound="an int in [0, 2**31)")
 
 
 def check_seeds(op: str, seed: Any, seed0: Any = 0, seed1: Any = 0) -> int | None:

@@ -41,7 +41,7 @@ from typing import Any
 from mindspore import nn
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._validation import NO_MAXIMUM, check_capacity, check_exponent, check_size
+from mindspore_rl_buffer._validation import check_capacity, check_exponent, check_size
 from mindspore_rl_buffer.compat import UniformReplayBuffer
 from mindspore_rl_buffer.priority_replay_buffer import PriorityReplayBuffer
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
@@ -166,10 +166,8 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
     cls = _buffer_type(spec["type"])
     required, optional = _config_keys(cls)
     params = _params(op, spec, cls, required + optional)
-    number = check_size(op, "number", spec.get("number", 1), maximum=NO_MAXIMUM)  # bounded below, with the reason
-    if number > MAX_NUMBER:
-        raise _errors.value_error(op, "number", f"an int <= {MAX_NUMBER} (the most buffers one entry may build)",
-                                  number)
+    number = check_size(op, "number", spec.get("number", 1), maximum=MAX_NUMBER,
+                        bound=f"an int <= {MAX_NUMBER} (the most buffers one entry may build)")
     if "data_shape" not in params and "data_type" not in params and env is not None:
         shapes, types, names = space_columns(env, done, op)
         params = {"data_shape": shapes, "data_type": types, "names": names, **params}

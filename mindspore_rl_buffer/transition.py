@@ -147,8 +147,8 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         self._seed = check_seed(op, seed)
         self._draw_seed = owned_seed(self._seed)  # what the random operators take
         if isinstance(shapes, (list, tuple)):  # else column_specs names the problem
-            names = [*TRANSITION_ROLES, *(f"extra_{i}" for i in range(len(shapes) - 5))][:len(shapes)] \
-                if names is None else names
+            if names is None:
+                names = [*TRANSITION_ROLES, *(f"extra_{i}" for i in range(len(shapes) - 5))][:len(shapes)]
             check_column_names(op, names, reserved_names(type(self), RingBuffer))
         step_specs = column_specs(shapes, types, names)
         check_transition_layout(op, step_specs)

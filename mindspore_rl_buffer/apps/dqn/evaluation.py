@@ -128,7 +128,7 @@ class EvalLoop(nn.Cell):
         n = env.num_envs
         self.push = Tensor(np.full(n, FORCE_MAG, np.float32))
         self.pull = Tensor(np.full(n, -FORCE_MAG, np.float32))
-        self.still = Tensor(np.zeros(n, np.float32))  # the column of ones does not move
+        self.zero = Tensor(np.zeros(n, np.float32))  # the column of ones' change; an ended episode's alive mark
         # steps of the pass left after a fall at each of its steps; the steps an episode plays in a pass
         self.left_after = Tensor(np.tile(np.arange(unroll - 1, -1, -1, dtype=np.float32), (n, 1)))
         self.whole = Tensor(np.full(n, unroll, np.float32))
@@ -140,7 +140,7 @@ class EvalLoop(nn.Cell):
         push = (scores > 0).reshape((-1,)) if self.policy.two_actions else ops.argmax(scores, dim=1) == 1
         _, x_dot, theta, theta_dot, _ = ops.unstack(state, axis=1)
         xacc, thetaacc = accelerations(theta, theta_dot, ops.select(push, self.push, self.pull))
-        return state + TAU * ops.stack((x_dot, xacc, theta_dot, thetaacc, self.still), axis=1)
+        return state + TAU * ops.stack((x_dot, xacc, theta_dot, thetaacc, self.zero), axis=1)
 
     def construct(self):
         weights = self.policy.fold()
@@ -158,7 +158,7 @@ class EvalLoop(nn.Cell):
             # an episode still going plays the whole pass, or up to its first fall, that step included
             played = self.whole - ops.amax(ops.select(fell, self.left_after, self.none_left), axis=1)
             returns = returns + alive * played
-            alive = ops.select(fell.any(axis=1), self.still, alive)
+            alive = ops.select(fell.any(axis=1), self.zero, alive)
             steps = steps + self.unroll
         return returns
 
