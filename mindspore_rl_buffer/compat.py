@@ -74,5 +74,6 @@ class UniformReplayBuffer(ReplayBuffer):
 
     @property
     def buffer(self):
-        """The column Parameters, under MindSpore Reinforcement's name (``self.buffer``)."""
-        return self.columns
+        """The columns under MindSpore Reinforcement's name (``self.buffer``), in their dtypes: the
+        Parameters, and a bool column (stored as uint8) cast back to bool, as it held them."""
+        return self.decode(self.columns)

@@ -89,13 +89,15 @@ def _config_keys(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def _buffer_type(value: Any) -> type:
-    if isinstance(value, type) and value.__name__ in BUFFER_TYPES:
+    """The class of ``'type'``: any ``nn.Cell`` class given as a class (a user's own buffer, as MindSpore
+    Reinforcement's loader built MAPPO's and Dreamer's), or the name of a registered one."""
+    if isinstance(value, type) and issubclass(value, nn.Cell):
         return value
     if isinstance(value, str) and value in BUFFER_TYPES:
         return BUFFER_TYPES[value]
     name = value.__name__ if isinstance(value, type) else str(value)
-    raise ValueError(f"For 'create_buffer', 'type' must be one of {sorted(BUFFER_TYPES)}, "
-                     f"but got {name}{_errors.did_you_mean(name, BUFFER_TYPES)}")
+    raise ValueError(f"For 'create_buffer', 'type' must be a buffer class (an nn.Cell) or one of "
+                     f"{sorted(BUFFER_TYPES)}, but got {name}{_errors.did_you_mean(name, BUFFER_TYPES)}")
 
 
 def _params(op: str, spec: Mapping[str, Any], cls: type, allowed: tuple[str, ...]) -> dict[str, Any]:

@@ -247,3 +247,59 @@ def test_a_bool_done_column_round_trips_as_bool():
     assert buffer.get_item(0)[4].dtype == ms.bool_ and bool(buffer.get_item(0)[4][0])
     sampled = buffer.sample()[4]
     assert sampled.dtype == ms.bool_ and sampled.shape == (6, 1)
+
+
+class _ReadsColumns(nn.Cell):
+    """COMA's and PPO's reads of ``buffer.buffer`` in a graph (``MSRL.get_replay_buffer_elements``)."""
+
+    def __init__(self, buffer):
+        super().__init__()
+        self.urb = buffer
+
+    def construct(self):
+        return self.urb.buffer
+
+
+def test_a_bool_column_read_through_buffer_is_bool_and_goes_back_in():
+    # c51's NStepBuffer returns `td_data.buffer` and inserts its done column into the replay buffer.
+    types = (mstype.float32, mstype.bool_)
+    td_data, replay = UniformReplayBuffer(1, 3, ((2,), (1,)), types), UniformReplayBuffer(4, 8, ((2,), (1,)), types)
+    done = np.array([[True], [False], [True]])
+    td_data.insert([np.arange(6, dtype=np.float32).reshape(3, 2), done])
+    for columns in (td_data.buffer, _ReadsColumns(td_data)()):
+        assert [c.dtype for c in columns] == [mstype.float32, mstype.bool_]
+        assert columns[1].asnumpy().tolist() == done.tolist()
+        assert columns[0].asnumpy().tolist() == [[0, 1], [2, 3], [4, 5]]
+    replay.insert(list(td_data.buffer))
+    assert [replay.get_item(i)[1].asnumpy().tolist() for i in range(3)] == done.tolist()
+    assert td_data.buffer[0] is td_data.columns[0]  # the other columns are the Parameters themselves
+
+
+class _Mappo(UniformReplayBuffer):
+    """mindspore_rl's MAPPOReplayBuffer signature: a user's subclass named by class in its config."""
+
+    def __init__(self, sample_size, capacity, shapes, types):
+        super().__init__(sample_size, capacity, shapes, types)
+
+
+class _Dreamer(nn.Cell):
+    """A user's own buffer Cell (mindspore_rl's DreamerReplayBuffer takes these four arguments)."""
+
+    def __init__(self, sample_size, capacity, shapes, types):
+        super().__init__()
+        self.arguments = (sample_size, capacity, shapes, types)
+
+
+def test_a_user_buffer_class_in_a_config_entry_is_built_as_mindspore_rl_built_it():
+    entry = {"number": 1, "capacity": 26, "data_shape": [(3,), (1,)], "data_type": [mstype.float32, "int32"]}
+    mappo = create_buffer({"multi_type_replaybuffer": True,
+                           "local_replaybuffer": {**entry, "number": 2, "type": _Mappo},
+                           "global_replaybuffer": {**entry, "type": _Mappo}})
+    assert [type(b).__name__ for b in mappo["local_replaybuffer"]] == ["_Mappo", "_Mappo"]
+    assert (mappo["global_replaybuffer"].capacity, mappo["global_replaybuffer"].sample_size) == (26, 1)
+    dreamer = create_buffer({**entry, "type": _Dreamer, "sample_size": 5})
+    assert dreamer.arguments == (5, 26, [(3,), (1,)], [mstype.float32, mstype.int32])
+    with pytest.raises(ValueError, match=r"'type' must be a buffer class \(an nn.Cell\) or one of .*, but got int$"):
+        create_buffer({**entry, "type": int})
+    with pytest.raises(ValueError, match=r"but got UniformReplayBufer; did you mean UniformReplayBuffer\?"):
+        create_buffer({**entry, "type": "UniformReplayBufer"})
