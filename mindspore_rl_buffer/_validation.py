@@ -80,20 +80,6 @@ def check_types(op: str, types: Any, dtypes: Any) -> Any:
     return types if types is not None else dtypes
 
 
-def check_column_names(op: str, names: Sequence[Any], reserved: Sequence[str]) -> None:
-    """Column names: a list or tuple of non-empty strings, none of them a name the buffer uses for its own state."""
-    if not isinstance(names, (list, tuple)):  # a str or a dict would be taken apart silently
-        raise _errors.type_error(op, "names", "a list of str", names)
-    for name in names:
-        if not isinstance(name, str):
-            raise _errors.type_error(op, "names", "a list of str", name)
-        if not name:
-            raise _errors.value_error(op, "names", "non-empty strings", name)
-        if name in reserved:
-            raise ValueError(f"For '{op}', the column name {name!r} is reserved: the buffer keeps its own "
-                             f"state under the names {sorted(reserved)}; choose another name.")
-
-
 def native(array: np.ndarray) -> np.ndarray:
     """``array`` in the machine's byte order (a big-endian ``>f4`` array is converted, values kept)."""
     return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))

@@ -32,14 +32,19 @@ from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destro
 from mindspore_rl_buffer._validation import (
     check_batch_graph,
     check_capacity,
-    check_column_names,
     check_logical_index,
     check_transition,
 )
 from mindspore_rl_buffer.checkpoint import RECORD, Checkpointable, spec_record
 from mindspore_rl_buffer.contracts import ring_contract
 from mindspore_rl_buffer.ops import ring
-from mindspore_rl_buffer.specs import TensorSpec, check_column_bytes, column_specs, storage_dtype
+from mindspore_rl_buffer.specs import (
+    TensorSpec,
+    check_column_bytes,
+    check_column_names,
+    column_specs,
+    storage_dtype,
+)
 from mindspore_rl_buffer.writer import BufferWriter
 
 
@@ -74,6 +79,11 @@ def reserved_names(*classes: type) -> tuple[str, ...]:
     """The names ``classes`` (and their bases) keep their own state under (``RESERVED_NAMES``), sorted."""
     return tuple(sorted({name for cls in classes for base in cls.__mro__
                          for name in getattr(base, "RESERVED_NAMES", ())}))
+
+
+def taken_names(cell: Any, *classes: type) -> frozenset[str]:
+    """The attributes and methods of the buffer Cell ``cell`` and of ``classes``: no column may take their names."""
+    return frozenset(vars(cell)).union(dir(type(cell)), *map(dir, classes))
 
 
 class RingBuffer(BufferCell, Checkpointable):
@@ -117,7 +127,7 @@ class RingBuffer(BufferCell, Checkpointable):
         op = type(self).__name__
         self._capacity = check_capacity(op, "capacity", capacity)
         if names is not None:
-            check_column_names(op, names, reserved_names(type(self)))
+            check_column_names(op, names, reserved_names(type(self)), taken_names(self))
         self._specs = column_specs(shapes, types, names)
         check_column_bytes(op, self._capacity, self._specs)
         # A bool column is stored as uint8 (no bool ScatterUpdate); encode/decode convert.

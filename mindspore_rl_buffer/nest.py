@@ -6,6 +6,7 @@ paths (:func:`leaf_at`) and rebuilt from a template of leaf numbers (:func:`rebu
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,7 @@ from mindspore import Tensor
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._validation import check_leaves, native
-from mindspore_rl_buffer.specs import DTYPES, TensorSpec
+from mindspore_rl_buffer.specs import DTYPES, TensorSpec, name_problem
 
 _NONE_IS_LEAF = False
 
@@ -51,12 +52,15 @@ class FlatSpec:
         name = f" '{self.specs[i].name}'" if self.specs[i].name else ""
         return _path_text(self.paths[i]) + name
 
-    def column_names(self) -> list[str]:
-        """Unique Parameter names: the spec names if they are unique, else the leaf paths."""
-        names = [spec.name for spec in self.specs]
-        if None not in names and len(set(names)) == len(names):
-            return names
-        return ["items" + "".join(f"_{key}" for key in path) for path in self.paths]
+    def column_names(self, taken: Collection[str] = ()) -> list[str]:
+        """Unique column names: the spec names, else the leaf paths (``items_a_b``), else the leaf
+        indices (``items_0``): the first of them that are unique and can name a column on a
+        buffer Cell with attributes ``taken`` (:func:`~mindspore_rl_buffer.specs.name_problem`)."""
+        for names in ([spec.name for spec in self.specs],
+                      ["items" + "".join(f"_{key}" for key in path) for path in self.paths]):
+            if len(set(names)) == len(names) and all(name and name_problem(name, taken) is None for name in names):
+                return names
+        return [f"items_{i}" for i in range(len(self.paths))]
 
     def flatten(self, op: str, items: Any, outer: tuple[int | None, ...]) -> list[Tensor]:
         """Check ``items`` against the spec on the host and return its leaves as tensors.

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from mindspore_rl_buffer._validation import check_capacity, check_sample_args, check_stored
+from mindspore_rl_buffer._validation import check_capacity, check_sample_args, check_seed, check_stored
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
 from mindspore_rl_buffer.contracts import ring_contract
 from mindspore_rl_buffer.host_ring import NumpyRing
@@ -70,8 +70,8 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
         self._data_spec = data_spec
         self._ring = NumpyRing(self._capacity, [spec.shape for spec in self._flat.specs],
                                [numpy_dtype(spec.dtype) for spec in self._flat.specs])
-        self._seed = seed
-        self._rng = np.random.default_rng(seed)
+        self._seed = check_seed(type(self).__name__, seed)
+        self._rng = np.random.default_rng(self._seed)
         self._lock = threading.RLock()
         self._added = 0  # items added since construction or the last clear: the next item's id
 
@@ -213,7 +213,7 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
         specs = self._flat.specs
         if buffer is None:
             buffer = ReplayBuffer(sample_size, self._capacity, [s.shape for s in specs], [s.dtype for s in specs],
-                                  names=self._flat.column_names())
+                                  names=self._column_names())
         got = [(s.shape, s.dtype) for s in buffer.specs]
         want = [(s.shape, s.dtype) for s in specs]
         if got != want:
@@ -238,13 +238,13 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
     def checkpoint_record(self) -> dict[str, Any]:
         """See :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`."""
         specs = tuple(TensorSpec(spec.shape, spec.dtype, name)
-                      for spec, name in zip(self._flat.specs, self._flat.column_names()))
+                      for spec, name in zip(self._flat.specs, self._column_names()))
         return {"type": type(self).__name__, "capacity": self._capacity, "specs": spec_record(specs),
                 "settings": {"seed": self._seed}}
 
     def checkpoint_tensors(self) -> dict[str, np.ndarray]:
         """Every column (``columns.<name>``), both cursors and the add counter ``added``, as numpy arrays."""
-        state = {f"columns.{name}": column for name, column in zip(self._flat.column_names(), self._ring.columns)}
+        state = {f"columns.{name}": column for name, column in zip(self._column_names(), self._ring.columns)}
         state["head"] = np.array(self._ring.head, np.int32)
         state["count"] = np.array(self._ring.count, np.int32)
         state["added"] = np.array(self._added, np.int64)
@@ -267,7 +267,7 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
 
     def restore_checkpoint(self, values: Mapping[str, np.ndarray]) -> None:
         """Copy validated checkpoint values into the ring."""
-        for name, column in zip(self._flat.column_names(), self._ring.columns):
+        for name, column in zip(self._column_names(), self._ring.columns):
             column[...] = values[f"columns.{name}"]
         self._ring.head, self._ring.count = int(values["head"]), int(values["count"])
         self._added = int(values["added"])

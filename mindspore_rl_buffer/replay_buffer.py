@@ -1,8 +1,11 @@
 """ReplayBuffer: a uniform FIFO replay buffer whose state lives on the device."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
+
+from mindspore import nn
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import Launch, buffer_method
@@ -15,7 +18,7 @@ from mindspore_rl_buffer._validation import (
     check_seed,
     check_size,
 )
-from mindspore_rl_buffer.core import RingBuffer
+from mindspore_rl_buffer.core import RingBuffer, taken_names
 from mindspore_rl_buffer.ops import ring
 from mindspore_rl_buffer.ops._common import owned_seed
 
@@ -96,7 +99,7 @@ class ReplayBuffer(RingBuffer):
         if not replace and sample_size > capacity:
             raise ValueError(f"For '{op}' without replacement, 'sample_size' ({sample_size}) must not "
                              f"exceed 'capacity' ({capacity}).")
-        check_seed(op, seed)
+        seed = check_seed(op, seed)  # an int: a numpy integer would not go into the checkpoint's JSON
         super().__init__(capacity, shapes, types, names=names)
         self._sample_size = sample_size
         self._ordered = ordered
@@ -150,3 +153,9 @@ class ReplayBuffer(RingBuffer):
     def _settings(self) -> dict[str, Any]:
         return {"sample_size": self._sample_size, "ordered": self._ordered, "replace": self._replace,
                 "seed": self._seed}
+
+
+@functools.cache
+def replay_buffer_attributes() -> frozenset[str]:
+    """The names no column of a :class:`ReplayBuffer` may take (:func:`~mindspore_rl_buffer.core.taken_names`)."""
+    return taken_names(nn.Cell(), ReplayBuffer)

@@ -6,7 +6,7 @@ A buffer's columns are driven by its specs: column ``c`` is a ``Parameter`` of s
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,3 +186,41 @@ def check_column_bytes(op: str, rows: int, specs: Sequence[Any]) -> None:
         if size > MAX_COLUMN_BYTES:
             raise _errors.column_error(op, spec.name, "size", f"at most {MAX_COLUMN_BYTES} bytes (1 TiB)",
                                        f"{rows} rows of shape {spec.shape} and dtype {spec.dtype}: {size} bytes")
+
+
+MAX_NAME_LENGTH = 1024  # the longest Parameter name MindSpore takes
+
+
+def name_problem(name: str, taken: Collection[str] = ()) -> str | None:
+    """Why ``name`` cannot name a column on a buffer Cell whose attributes are ``taken``; ``None`` if it can.
+
+    MindSpore registers each column's Parameter on the Cell under its name: it strips the name,
+    takes at most ``MAX_NAME_LENGTH`` characters, and refuses a name an attribute already holds.
+    """
+    if name != name.strip():
+        return "must not start or end with whitespace (MindSpore strips it from a Parameter's name)"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"must have at most {MAX_NAME_LENGTH} characters (MindSpore's longest Parameter name), not {len(name)}"
+    if name.startswith("_") or name in taken:
+        return ("is taken by the buffer: MindSpore registers each column on the buffer Cell under its name, and "
+                "the Cell has an attribute or method of that name (names starting with '_' are kept for them)")
+    return None
+
+
+def check_column_names(op: str, names: Sequence[Any], reserved: Sequence[str], taken: Collection[str] = ()) -> None:
+    """Column names: a list or tuple of non-empty strings, none of them a name the buffer keeps its own
+    state under (``reserved``) or cannot register a column under (:func:`name_problem`)."""
+    if not isinstance(names, (list, tuple)):  # a str or a dict would be taken apart silently
+        raise _errors.type_error(op, "names", "a list of str", names)
+    for name in names:
+        if not isinstance(name, str):
+            raise _errors.type_error(op, "names", "a list of str", name)
+        if not name:
+            raise _errors.value_error(op, "names", "non-empty strings", name)
+        if name in reserved:
+            raise ValueError(f"For '{op}', the column name {name!r} is reserved: the buffer keeps its own "
+                             f"state under the names {sorted(reserved)}; choose another name.")
+        problem = name_problem(name, taken)
+        if problem:
+            shown = name if len(name) <= 40 else f"{name[:40]}..."
+            raise ValueError(f"For '{op}', the column name {shown!r} {problem}; choose another name.")

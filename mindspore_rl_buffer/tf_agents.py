@@ -32,6 +32,7 @@ from mindspore_rl_buffer._validation import (
     check_sample_args,
 )
 from mindspore_rl_buffer.nest import FlatSpec
+from mindspore_rl_buffer.replay_buffer import replay_buffer_attributes
 
 BufferInfo = collections.namedtuple("BufferInfo", ["ids", "probabilities"])
 BufferInfo.__doc__ = """What a draw took: the items' ids (int64, see :mod:`mindspore_rl_buffer.tf_agents`)
@@ -115,6 +116,10 @@ class TFAgentsAPI:
     _ITEMS_ALONE = False
     _dataset_drop_remainder = False
     _dataset_window_shift: int | None = None
+
+    def _column_names(self) -> list[str]:
+        """The leaves' column names: names a device :class:`ReplayBuffer` can hold (:meth:`FlatSpec.column_names`)."""
+        return self._flat.column_names(replay_buffer_attributes())
 
     def _draw(self, sample_batch_size: int | None, num_steps: int | None) -> tuple[Any, BufferInfo]:
         """Hook: one random draw (``get_next``'s arguments, time stacked) and its :class:`BufferInfo`."""
@@ -223,7 +228,7 @@ class TFAgentsAPI:
         op = "as_mindspore_dataset"
         check_optional_size(op, "num_samples", num_samples)
         stream = self._stream(op, sample_batch_size, num_steps, None, single_deterministic_pass)
-        names = [*self._flat.column_names(), "ids"] + ([] if single_deterministic_pass else ["probabilities"])
+        names = [*self._column_names(), "ids"] + ([] if single_deterministic_pass else ["probabilities"])
 
         def rows():
             for n, (items, info) in enumerate(stream()):

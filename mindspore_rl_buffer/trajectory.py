@@ -22,6 +22,7 @@ from mindspore_rl_buffer._validation import (
     check_leaves_graph,
     check_optional_size,
     check_sample_args,
+    check_seed,
     check_size,
     check_stored,
     check_window_graph,
@@ -142,11 +143,11 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         self._descriptions = self._flat.descriptions()
         self._leaf_shapes = self._flat.shapes((self._batch_size,))
         self._leaf_dtypes = self._flat.dtypes()
-        self._seed = seed
+        self._seed = check_seed(op, seed)
         self._draw_seed = owned_seed(self._seed)  # what the random operators take
         self._segments = Tensor(self._batch_size, ms.int32)
         self.storage = ReplayBuffer(1, self._max_length, list(self._leaf_shapes), list(self._leaf_dtypes),
-                                    names=self._flat.column_names(), seed=seed)
+                                    names=self._column_names(), seed=self._seed)
         self.added = Parameter(Tensor(0, ms.int64), name="added", requires_grad=False)
 
     @property
@@ -318,7 +319,7 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
     def checkpoint_record(self) -> dict[str, Any]:
         """See :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`."""
         specs = [spec.__class__(spec.shape, spec.dtype, name)
-                 for spec, name in zip(self._flat.specs, self._flat.column_names())]
+                 for spec, name in zip(self._flat.specs, self._column_names())]
         settings = {"batch_size": self._batch_size, "max_length": self._max_length, "seed": self._seed,
                     "dataset_drop_remainder": self._dataset_drop_remainder,
                     "dataset_window_shift": self._dataset_window_shift}

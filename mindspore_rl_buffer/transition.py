@@ -27,7 +27,6 @@ from mindspore_rl_buffer._validation import (
     TRANSITION_ROLES,
     check_batch_graph,
     check_capacity,
-    check_column_names,
     check_final_rows,
     check_gamma,
     check_not_empty,
@@ -40,11 +39,11 @@ from mindspore_rl_buffer._validation import (
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
 from mindspore_rl_buffer.contracts import episode_contract, ring_contract
-from mindspore_rl_buffer.core import RingBuffer, reserved_names
+from mindspore_rl_buffer.core import RingBuffer, reserved_names, taken_names
 from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
 from mindspore_rl_buffer.ops._common import guarded, owned_seed
-from mindspore_rl_buffer.specs import TensorSpec, check_column_bytes, column_specs
+from mindspore_rl_buffer.specs import TensorSpec, check_column_bytes, check_column_names, column_specs
 from mindspore_rl_buffer.tf_agents import BufferInfo
 from mindspore_rl_buffer.writer import BufferWriter
 
@@ -149,7 +148,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         if isinstance(shapes, (list, tuple)):  # else column_specs names the problem
             if names is None:
                 names = [*TRANSITION_ROLES, *(f"extra_{i}" for i in range(len(shapes) - 5))][:len(shapes)]
-            check_column_names(op, names, reserved_names(type(self), RingBuffer))
+            check_column_names(op, names, reserved_names(type(self), RingBuffer), taken_names(self, RingBuffer))
         step_specs = column_specs(shapes, types, names)
         check_transition_layout(op, step_specs)
         self._max_length = check_ring_length(op, capacity, self._num_envs, self._stack_size, self._n_step)

@@ -356,3 +356,29 @@ def test_as_mindspore_dataset_deterministic_pass_keeps_short_windows_and_ids():
 def test_a_trajectory_buffer_past_two_to_the_30_items_is_refused():
     with pytest.raises(ValueError, match=r"'batch_size \* max_length' must be an int <= 1073741824"):
         TrajectoryReplayBuffer(SPEC1, batch_size=2**16, max_length=2**15)
+
+
+@pytest.mark.parametrize("spec, names", [
+    # Leaf paths that join alike ('a_b', then 'a' / 'b'): named by their positions.
+    ({"a_b": TensorSpec([2], ms.float32), "a": {"b": TensorSpec([], ms.int32)}}, ["items_0", "items_1"]),
+    # Spec names a column cannot take (empty, an attribute of the storage, surrounding spaces): the paths.
+    ((TensorSpec([2], ms.float32, ""), TensorSpec([], ms.int32, "x")), ["items_0", "items_1"]),
+    ({"obs": TensorSpec([2], ms.float32, "phase"), "act": TensorSpec([], ms.int32, "act")}, ["items_act", "items_obs"]),
+    ((TensorSpec([2], ms.float32, " obs"), TensorSpec([], ms.int32, "act")), ["items_0", "items_1"]),
+    ((TensorSpec([2], ms.float32, "obs"), TensorSpec([], ms.int32, "act")), ["obs", "act"]),
+])
+def test_any_data_spec_gets_column_names_and_round_trips(spec, names, tmp_path):
+    for buffer in (TrajectoryReplayBuffer(spec, batch_size=2, max_length=4), PyUniformReplayBuffer(spec, 8)):
+        leaves = optree.tree_leaves(spec, none_is_leaf=True)
+        first = optree.tree_unflatten(optree.tree_structure(spec), [
+            np.arange(2 * int(np.prod(leaf.shape)), dtype=numpy_dtype(leaf.dtype)).reshape((2, *leaf.shape))
+            for leaf in leaves])
+        buffer.add_batch(first)
+        device = buffer.storage if isinstance(buffer, TrajectoryReplayBuffer) else buffer.to_device()
+        assert list(device.names) == names
+        buffer.save(tmp_path / "b.ckpt")
+        buffer.clear()
+        buffer.load(tmp_path / "b.ckpt")
+        stored = optree.tree_leaves(to_np(buffer.gather_all()))
+        for got, want in zip(stored, optree.tree_leaves(first)):
+            np.testing.assert_array_equal(got.reshape(want.shape), want)

@@ -232,6 +232,19 @@ def test_a_tiny_priority_exponent_caps_priorities_at_the_float_ceiling_instead_o
     (lambda: __import__("mindspore_rl_buffer").ReservoirReplayBuffer(
         4, 2, [()], ["float32"], names=["seen"]), "'seen' is reserved"),
     (lambda: named(["state", "mindspore_rl_buffer.record", "reward"]), "is reserved"),
+    # MindSpore registers each column on the Cell under its name: an attribute's name, a name it
+    # strips or one past its length limit failed deep inside MindSpore (or was renamed).
+    *((lambda name=name: named(["state", name, "reward"]), f"the column name '{name}' is taken by the buffer")
+      for name in ("training", "phase", "size", "capacity", "names", "insert", "save", "__class__", "_x")),
+    (lambda: named(["state", " ", "reward"]), r"the column name ' ' must not start or end with whitespace"),
+    (lambda: named(["state", "a ", "a"]), r"the column name 'a ' must not start or end with whitespace"),
+    (lambda: named(["state", "a" * 1025, "reward"]), r"the column name 'a{40}\.\.\.' must have at most 1024 "
+                                                      r"characters .*, not 1025"),
+    (lambda: __import__("mindspore_rl_buffer").UniformReplayBuffer(2, 4, [(), ()], ["float32", "int32"],
+                                                                   names=["buffer", "x"]), "'buffer' is taken"),
+    (lambda: __import__("mindspore_rl_buffer").TransitionReplayBuffer(
+        4, 16, [(2,), (), (), (), ()], ["float32", "int32", "float32", "uint8", "uint8"],
+        names=["observation", "sample", "reward", "terminated", "truncated"]), "the column name 'sample' is taken"),
     (lambda: __import__("mindspore_rl_buffer").ReplayBuffer(2, 4, [()], [ms.bfloat16]),
      r"data_type\[0\] bfloat16 is not supported: .* store float32"),
     (lambda: make(seed=2**31), r"'seed' must be an int in \[0, 2\*\*31\), but got 2147483648"),
@@ -279,3 +292,36 @@ def test_a_sharded_buffer_names_an_unreadable_file_or_one_of_another_type(tmp_pa
     with pytest.raises(ValueError, match="records no ShardedReplayBuffer"):
         sharded.load(tmp_path / "plain.ckpt")
     assert int(sharded.size()) == 0
+
+
+def test_a_name_of_1024_characters_and_inner_spaces_are_column_names():
+    rb = named(["state", "a" * 1024, "next state"])
+    assert [p.name for p in rb.columns] == ["state", "a" * 1024, "next state"]
+
+
+def test_a_numpy_integer_seed_is_kept_as_an_int_and_the_buffer_saves(tmp_path):
+    from mindspore_rl_buffer import PyUniformReplayBuffer, ReplayBuffer, TrajectoryReplayBuffer
+    from tests.helpers import SPEC1
+
+    buffers = (ReplayBuffer(2, 4, [()], ["float32"], seed=np.int64(3)),
+               TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4, seed=np.int32(3)),
+               PyUniformReplayBuffer(SPEC1, 4, seed=np.int64(3)))
+    for i, buffer in enumerate(buffers):
+        buffer.save(tmp_path / f"{i}.ckpt")  # json.dumps refused the numpy seed
+        buffer.load(tmp_path / f"{i}.ckpt")
+
+
+@pytest.mark.parametrize("build", [
+    lambda seed: __import__("mindspore_rl_buffer").PyUniformReplayBuffer(__import__("tests.helpers").helpers.SPEC1,
+                                                                          4, seed=seed),
+    lambda seed: __import__("mindspore_rl_buffer").TrajectoryReplayBuffer(__import__("tests.helpers").helpers.SPEC1,
+                                                                           batch_size=2, max_length=4, seed=seed),
+])
+def test_the_tf_agents_buffers_check_their_seed_under_their_own_name(build):
+    name = "PyUniformReplayBuffer|TrajectoryReplayBuffer"
+    with pytest.raises(ValueError, match=rf"For '({name})', 'seed' must be an int >= 0, but got -1"):
+        build(-1)
+    with pytest.raises(ValueError, match=r"'seed' must be an int in \[0, 2\*\*31\), but got 2147483648"):
+        build(2**31)
+    with pytest.raises(TypeError, match=rf"For '({name})', 'seed' must be an int, but got str"):
+        build("x")
