@@ -10,8 +10,8 @@ from mindspore_rl_buffer.sharded import ShardedReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec
 from mindspore_rl_buffer.tf_agents import BufferInfo
 from mindspore_rl_buffer.trajectory import TrajectoryReplayBuffer
-from mindspore_rl_buffer.transition import TransitionReplayBuffer, TransitionWriter
-from mindspore_rl_buffer.writer import BufferWriter, DroppedTransitionsWarning
+from mindspore_rl_buffer.transition import TransitionReplayBuffer
+from mindspore_rl_buffer.writer import BufferWriter, DroppedTransitionsWarning, TransitionWriter
 
 register_buffer_type(ShardedReplayBuffer)
 register_buffer_type(TransitionReplayBuffer)

@@ -76,7 +76,9 @@ def leaf_not_an_array_error(op: str, leaf: str, got: object) -> TypeError:
 
 
 def index_error(op: str, index: object, size: int) -> IndexError:
-    """An index outside ``[-size, size)``."""
+    """An index outside ``[-size, size)`` (none fits an empty buffer)."""
+    if size == 0:
+        return IndexError(f"For '{op}', the buffer is empty (holding 0 items): no 'index' fits, but got {index}.")
     return IndexError(
         f"For '{op}', 'index' must be in [-{size}, {size}) for a buffer holding {size} items, "
         f"but got {index}."

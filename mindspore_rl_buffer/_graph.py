@@ -23,6 +23,7 @@ Tensor arguments, and lists or tuples of tensors, are passed to the twin flat.
 """
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 from collections.abc import Callable
@@ -182,6 +183,9 @@ def _argument(flat, kind, start, stop, value):
     return value
 
 
+_TWIN_NUMBERS = itertools.count()
+
+
 def _make_twin(buffer: Any, body: Callable[..., Any], layout: tuple[Any, ...]) -> Callable[..., Any]:
     spans = _spans(layout)
 
@@ -189,7 +193,9 @@ def _make_twin(buffer: Any, body: Callable[..., Any], layout: tuple[Any, ...]) -
         return body(buffer, *[_argument(flat, kind, start, stop, value) for kind, start, stop, value in spans],
                     check=False)
 
-    twin.__name__ = twin.__qualname__ = f"_direct_{body.__name__}"
+    # A name of its own: MindSpore warns that a function "has been compiled again" when a new jit
+    # object of a name it has compiled before compiles, which every twin after the first would be.
+    twin.__name__ = twin.__qualname__ = f"_direct_{body.__name__}_{next(_TWIN_NUMBERS)}"
     return jit(twin)
 
 

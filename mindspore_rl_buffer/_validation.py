@@ -19,6 +19,8 @@ from mindspore import Tensor, ops
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer.ops import LEAF_CEILING, MAX_CAPACITY, PRIORITY_CEILING
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 INT_DTYPES = (ms.int8, ms.int16, ms.int32, ms.int64, ms.uint8, ms.uint16, ms.uint32, ms.uint64)
 FLOAT_DTYPES = (ms.float16, ms.bfloat16, ms.float32, ms.float64)
 
@@ -80,6 +82,14 @@ def check_types(op: str, types: Any, dtypes: Any) -> Any:
     return types if types is not None else dtypes
 
 
+def transition_of(op: str, names: tuple[str, ...], columns: tuple[Any, ...]) -> Any:
+    """The transition of ``insert(*columns)``: one list or tuple of tensors, or one tensor per column
+    as separate arguments (MindSpore Reinforcement's ``insert(state, action)``)."""
+    if len(columns) == 1 and (isinstance(columns[0], (list, tuple)) or len(names) > 1):
+        return columns[0]
+    return columns
+
+
 def native(array: np.ndarray) -> np.ndarray:
     """``array`` in the machine's byte order (a big-endian ``>f4`` array is converted, values kept)."""
     return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
@@ -111,13 +121,16 @@ check_optional_size_graph = ops.constexpr(check_optional_size)
 
 
 def check_exponent(op: str, arg: str, value: Any) -> float:
-    """Return ``value`` as a float if it is a finite real number ``>= 0`` (not a bool)."""
+    """Return ``value`` as a float if it is a real number ``>= 0`` (not a bool) that float32 holds finite."""
     if isinstance(value, Tensor) and value.shape == () and value.dtype in FLOAT_DTYPES + INT_DTYPES:
         value = value.asnumpy().item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise _errors.type_error(op, arg, "a float", value)
     if not math.isfinite(value) or value < 0:
         raise _errors.value_error(op, arg, "a finite float >= 0", value)
+    if value > FLOAT32_MAX:  # the graphs take it as float32, where it would be infinite
+        raise _errors.value_error(op, arg, f"a finite float >= 0 of at most {FLOAT32_MAX:.8g} (float32's largest)",
+                                  value)
     return float(value)
 
 

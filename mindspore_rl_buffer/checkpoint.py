@@ -168,6 +168,13 @@ def save_checkpoint(net: Any, path: str | os.PathLike) -> Path:
     op = "save"
     state = _state(op, net)
     path, file_format = _path(op, path)
+    # Else mkdir or the rename fails with a bare OSError, after the record is built.
+    if path.is_dir():
+        raise ValueError(f"For '{op}', the checkpoint path '{path}' cannot be written: it is a folder, not a file.")
+    blocking = next((parent for parent in path.parents if parent.exists() and not parent.is_dir()), None)
+    if blocking is not None:
+        raise ValueError(f"For '{op}', the checkpoint path '{path}' cannot be written: '{blocking}' is a file, "
+                         f"not a folder.")
     records = {name: buffer.checkpoint_record() for name, buffer in _buffers(net).items()}
     with DIRECT_CALLS:  # no direct call changes a tensor between its checksum and its write
         checksums = {name: checksum(value) for name, value in state.items()}
@@ -177,6 +184,11 @@ def save_checkpoint(net: Any, path: str | os.PathLike) -> Path:
                   for name, value in state.items()]
         params.append({"name": RECORD, "data": ms.Tensor(np.frombuffer(record, np.uint8).copy())})
         return write_atomically(params, path, file_format)
+
+
+def _labelled(name: str, record: Any) -> str:
+    """A buffer's record in an error, after its name in the network (none for the buffer itself, ``'.'``)."""
+    return str(record) if name in ("", ".") else f"{name}: {record}"
 
 
 def write_atomically(params: list[dict[str, Any]], path: Path, file_format: str = "ckpt") -> Path:
@@ -385,8 +397,8 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
                 problems += [f"the state of '{name}' in '{path}' is not one the buffer can reach: {problem}"
                              for problem in buffer.checkpoint_state(read)]
     if problems:
-        ours = "; ".join(f"{name}: {buffer.checkpoint_record()}" for name, buffer in buffers.items())
-        theirs = "; ".join(f"{name}: {record}" for name, record in (records or {}).items()) or "no buffer record"
+        ours = "; ".join(_labelled(name, buffer.checkpoint_record()) for name, buffer in buffers.items())
+        theirs = "; ".join(_labelled(name, record) for name, record in (records or {}).items()) or "no buffer record"
         raise ValueError(f"For '{op}', {'; '.join(problems)}. The checkpoint holds {theirs}; the network holds "
                          f"{ours}.")
     if not isinstance(net, nn.Cell):

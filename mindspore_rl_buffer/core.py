@@ -34,6 +34,7 @@ from mindspore_rl_buffer._validation import (
     check_capacity,
     check_logical_index,
     check_transition,
+    transition_of,
 )
 from mindspore_rl_buffer.checkpoint import RECORD, Checkpointable, spec_record
 from mindspore_rl_buffer.contracts import ring_contract
@@ -51,14 +52,6 @@ from mindspore_rl_buffer.writer import BufferWriter
 @ops.constexpr
 def _index_constant(index):
     return Tensor(index, ms.int32)
-
-
-def transition_of(op: str, names: tuple[str, ...], columns: tuple[Any, ...]) -> Any:
-    """The transition of ``insert(*columns)``: one list or tuple of tensors, or one tensor per column
-    as separate arguments (MindSpore Reinforcement's ``insert(state, action)``)."""
-    if len(columns) == 1 and (isinstance(columns[0], (list, tuple)) or len(names) > 1):
-        return columns[0]
-    return columns
 
 
 def _host_insert(self: RingBuffer, *columns: Any) -> Launch | None:

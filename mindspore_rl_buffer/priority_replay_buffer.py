@@ -22,6 +22,7 @@ from mindspore_rl_buffer.contracts import priority_contract
 from mindspore_rl_buffer.core import RingBuffer
 from mindspore_rl_buffer.ops import priority
 from mindspore_rl_buffer.ops._common import owned_seed
+from mindspore_rl_buffer.specs import check_batch_bytes
 
 
 @ops.constexpr
@@ -128,6 +129,7 @@ class PriorityReplayBuffer(RingBuffer):
         sample_size = check_size(op, "sample_size", sample_size)
         seed = check_seeds(op, seed, seed0, seed1)
         super().__init__(capacity, shapes, check_types(op, types, dtypes), names=names)
+        check_batch_bytes(op, "sample_size", sample_size, self.specs)
         self._alpha = alpha
         self._sample_size = sample_size
         self._seed = seed
@@ -167,8 +169,9 @@ class PriorityReplayBuffer(RingBuffer):
             Flat tuple ``(indices, weights, *columns)``, as MindSpore Reinforcement's
             ``PriorityReplayBuffer.sample``: the physical slots drawn (int32,
             ``(sample_size,)``), their importance weights (float32, ``(sample_size,)``, in
-            ``(0, 1]``), then one tensor per column, each with leading dimension
-            ``sample_size``.
+            ``(0, 1]``; 0 only where ``(min priority / its priority) ** beta`` is below float32's
+            smallest, for extreme ``beta`` or priority ratios), then one tensor per column, each
+            with leading dimension ``sample_size``.
 
         Raises:
             TypeError: If ``beta`` is not a number.

@@ -21,6 +21,7 @@ from mindspore_rl_buffer._validation import (
 from mindspore_rl_buffer.core import RingBuffer, taken_names
 from mindspore_rl_buffer.ops import ring
 from mindspore_rl_buffer.ops._common import owned_seed
+from mindspore_rl_buffer.specs import check_batch_bytes
 
 
 def _host_sample(self: ReplayBuffer, ordered: Any = None, with_indices: bool = False) -> Launch:
@@ -101,6 +102,7 @@ class ReplayBuffer(RingBuffer):
                              f"exceed 'capacity' ({capacity}).")
         seed = check_seed(op, seed)  # an int: a numpy integer would not go into the checkpoint's JSON
         super().__init__(capacity, shapes, types, names=names)
+        check_batch_bytes(op, "sample_size", sample_size, self.specs)
         self._sample_size = sample_size
         self._ordered = ordered
         self._replace = replace

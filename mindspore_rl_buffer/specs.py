@@ -188,6 +188,17 @@ def check_column_bytes(op: str, rows: int, specs: Sequence[Any]) -> None:
                                        f"{rows} rows of shape {spec.shape} and dtype {spec.dtype}: {size} bytes")
 
 
+
+def check_batch_bytes(op: str, arg: str, n: int, specs: Sequence[Any], copies: int = 1) -> None:
+    """``n`` items (``copies`` of each, e.g. a frame stack) of every column at most ``MAX_COLUMN_BYTES``:
+    what a sample's outputs or a writer's stage allocate, refused before MindSpore fails to allocate it
+    (which it logs without raising, then fails the next call)."""
+    for spec in specs:
+        size = n * copies * spec.nbytes
+        if size > MAX_COLUMN_BYTES:
+            raise ValueError(f"For '{op}', '{arg}' must be small enough that its items of column '{spec.name}' take at "
+                             f"most {MAX_COLUMN_BYTES} bytes (1 TiB), but got {n}: {size} bytes.")
+
 MAX_NAME_LENGTH = 1024  # the longest Parameter name MindSpore takes
 
 

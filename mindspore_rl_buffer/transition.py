@@ -22,7 +22,7 @@ from mindspore import Parameter, Tensor, ops
 from mindspore.common.initializer import initializer
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._graph import DIRECT_CALLS, BufferCell, Launch, buffer_method, plain_in_graph
+from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, plain_in_graph
 from mindspore_rl_buffer._validation import (
     TRANSITION_ROLES,
     check_batch_graph,
@@ -43,9 +43,15 @@ from mindspore_rl_buffer.core import RingBuffer, reserved_names, taken_names
 from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
 from mindspore_rl_buffer.ops._common import guarded, owned_seed
-from mindspore_rl_buffer.specs import TensorSpec, check_column_bytes, check_column_names, column_specs
+from mindspore_rl_buffer.specs import (
+    TensorSpec,
+    check_batch_bytes,
+    check_column_bytes,
+    check_column_names,
+    column_specs,
+)
 from mindspore_rl_buffer.tf_agents import BufferInfo
-from mindspore_rl_buffer.writer import BufferWriter
+from mindspore_rl_buffer.writer import TransitionWriter
 
 
 def _host_insert(self: TransitionReplayBuffer, transition: Any) -> Launch | None:
@@ -60,6 +66,7 @@ def _host_insert(self: TransitionReplayBuffer, transition: Any) -> Launch | None
 def _host_sample(self: TransitionReplayBuffer, batch_size: Any = None, with_info: bool = False) -> Launch:
     op = "sample"
     batch_size = self.sample_size if batch_size is None else check_size(op, "batch_size", batch_size)
+    check_batch_bytes(op, "batch_size", batch_size, [self._frame], 2 * self.stack_size)  # its two stacks of frames
     stored = int(self.storage.count)
     check_not_empty(op, stored)
 
@@ -152,10 +159,11 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         step_specs = column_specs(shapes, types, names)
         check_transition_layout(op, step_specs)
         self._max_length = check_ring_length(op, capacity, self._num_envs, self._stack_size, self._n_step)
-        check_column_bytes(op, self._max_length * self._num_envs, step_specs[:1])  # the frames; the ring: the rest
+        self._frame = frame = step_specs[0]  # of one environment
+        check_column_bytes(op, self._max_length * self._num_envs, [frame])  # the frames; the ring: the rest
+        check_batch_bytes(op, "sample_size", self._sample_size, [frame], 2 * self._stack_size)
         self._specs = tuple(TensorSpec((self._num_envs, *s.shape), s.dtype, s.name) for s in step_specs)
         rows = self._max_length * self._num_envs
-        frame = step_specs[0]
         self.frames = Parameter(initializer("zeros", (rows, *frame.shape), frame.dtype), name=frame.name,
                                 requires_grad=False)
         self.ranks = Parameter(initializer("zeros", (rows,), ms.int32), name="ranks", requires_grad=False)
@@ -377,43 +385,3 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         columns = ", ".join(f"{s.name}: {s.shape} {s.dtype}" for s in self._specs)
         return (f"sample_size={self._sample_size}, max_length={self._max_length}, num_envs={self._num_envs}, "
                 f"stack_size={self._stack_size}, n_step={self._n_step}, gamma={self._gamma}, columns=[{columns}]")
-
-
-class TransitionWriter(BufferWriter):
-    """A :class:`~mindspore_rl_buffer.writer.BufferWriter` for a :class:`TransitionReplayBuffer`.
-
-    One staged item is one time step of every environment. Besides the writer's checks, it
-    refuses a final row that carries a flag before staging it, as the buffer's ``insert`` does.
-
-    Args:
-        buffer (TransitionReplayBuffer): The buffer.
-        batch_size (int): Time steps staged before they are inserted, ``>= 1``.
-
-    Examples:
-        >>> import numpy as np
-        >>> import mindspore as ms
-        >>> from mindspore_rl_buffer import TransitionReplayBuffer
-        >>> rb = TransitionReplayBuffer(2, 32, [(3,), (), (), (), ()],
-        ...                             ['float32', 'int32', 'float32', 'uint8', 'uint8'], num_envs=2)
-        >>> flags = np.zeros(2, np.uint8)
-        >>> with rb.writer(8) as writer:
-        ...     for t in range(10):
-        ...         writer.insert([np.full((2, 3), t, np.float32), np.zeros(2, np.int32), np.ones(2, np.float32),
-        ...                        flags, flags])
-        >>> int(rb.size()), int(rb.valid_starts())  # 10 steps of 2 environments; starts 1..8 of each
-        (20, 16)
-    """
-
-    def __init__(self, buffer: TransitionReplayBuffer, batch_size: int) -> None:
-        super().__init__(buffer, batch_size)
-        self._transitions = buffer
-        self._staged_ended: np.ndarray | None = None
-
-    def _check_order(self, arrays: list[np.ndarray], single: bool) -> None:
-        terminated, truncated = (a[None] if single else a for a in arrays[3:5])
-        if self.pending and self._staged_ended is not None:
-            previous = self._staged_ended
-        else:
-            with DIRECT_CALLS:
-                previous = self._transitions.last_ended.asnumpy()
-        self._staged_ended = check_final_rows("insert", previous, terminated, truncated)

@@ -20,8 +20,9 @@ import numpy as np
 from mindspore import Tensor
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._validation import check_batch, check_size, native
-from mindspore_rl_buffer.specs import DTYPES, numpy_dtype
+from mindspore_rl_buffer._graph import DIRECT_CALLS
+from mindspore_rl_buffer._validation import check_batch, check_final_rows, check_size, native, transition_of
+from mindspore_rl_buffer.specs import DTYPES, check_batch_bytes, numpy_dtype
 
 
 class DroppedTransitionsWarning(UserWarning):
@@ -63,6 +64,7 @@ class BufferWriter:
         self._shapes = tuple(tuple(spec.shape) for spec in specs)
         self._dtypes = tuple(spec.dtype for spec in specs)
         self._np_dtypes = tuple(numpy_dtype(spec.dtype) for spec in specs)
+        check_batch_bytes("writer", "batch_size", self._batch_size, specs)
         self._staging = [np.empty((self._batch_size, *shape), dtype)
                          for shape, dtype in zip(self._shapes, self._np_dtypes)]
         self._pending = 0
@@ -77,14 +79,16 @@ class BufferWriter:
         """Transitions staged and not yet in the buffer."""
         return self._pending
 
-    def insert(self, transition: Any) -> None:
+    def insert(self, *columns: Any) -> None:
         """Stage one transition, or a batch of them (a leading dimension ``n`` on every column).
 
-        Takes what :meth:`ReplayBuffer.insert` takes, as numpy arrays (tensors are copied to
+        Takes what :meth:`ReplayBuffer.insert` takes (a list or tuple with one array per column,
+        or one array per column as separate arguments), as numpy arrays (tensors are copied to
         the host); checks it the same way, and refuses bad input with the same errors before
         anything is staged. Inserts into the buffer each time ``batch_size`` are staged.
         """
         op = "insert"
+        transition = transition_of(op, self._names, columns)
         if not isinstance(transition, (list, tuple)):
             raise _errors.type_error(op, "transition", "a list or tuple of arrays, one per column", transition)
         arrays = [self._host_array(i, value) for i, value in enumerate(transition)]
@@ -166,3 +170,43 @@ class BufferWriter:
         dtypes = [DTYPES.get(a.dtype.name, f"numpy {a.dtype}") for a in arrays]
         return check_batch("insert", self._names, self._shapes, self._dtypes, len(arrays),
                            [a.shape for a in arrays], dtypes)
+
+
+class TransitionWriter(BufferWriter):
+    """A :class:`BufferWriter` for a :class:`~mindspore_rl_buffer.TransitionReplayBuffer`.
+
+    One staged item is one time step of every environment. Besides the writer's checks, it
+    refuses a final row that carries a flag before staging it, as the buffer's ``insert`` does.
+
+    Args:
+        buffer (TransitionReplayBuffer): The buffer.
+        batch_size (int): Time steps staged before they are inserted, ``>= 1``.
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore_rl_buffer import TransitionReplayBuffer
+        >>> rb = TransitionReplayBuffer(2, 32, [(3,), (), (), (), ()],
+        ...                             ['float32', 'int32', 'float32', 'uint8', 'uint8'], num_envs=2)
+        >>> flags = np.zeros(2, np.uint8)
+        >>> with rb.writer(8) as writer:
+        ...     for t in range(10):
+        ...         writer.insert([np.full((2, 3), t, np.float32), np.zeros(2, np.int32), np.ones(2, np.float32),
+        ...                        flags, flags])
+        >>> int(rb.size()), int(rb.valid_starts())  # 10 steps of 2 environments; starts 1..8 of each
+        (20, 16)
+    """
+
+    def __init__(self, buffer: Any, batch_size: int) -> None:
+        super().__init__(buffer, batch_size)
+        self._transitions = buffer
+        self._staged_ended: np.ndarray | None = None
+
+    def _check_order(self, arrays: list[np.ndarray], single: bool) -> None:
+        terminated, truncated = (a[None] if single else a for a in arrays[3:5])
+        if self.pending and self._staged_ended is not None:
+            previous = self._staged_ended
+        else:
+            with DIRECT_CALLS:
+                previous = self._transitions.last_ended.asnumpy()
+        self._staged_ended = check_final_rows("insert", previous, terminated, truncated)

@@ -561,3 +561,24 @@ def test_a_complete_record_and_a_file_without_records_still_load(tmp_path):
     restored = priority_buffer(alpha=0.9)
     restored.load(plain)
     assert set(decode(*restored.sample(0.4)[2:])) <= {0, 1, 2, 3}
+
+
+def test_a_path_under_a_file_or_onto_a_folder_is_refused_naming_it(tmp_path):
+    rb = make()
+    rb.insert(encoded_batch(0, 3))
+    (tmp_path / "notes.txt").write_text("a file")
+    (tmp_path / "run.ckpt").mkdir()
+    with pytest.raises(ValueError, match=r"For 'save', the checkpoint path '.*notes.txt/deeper/b.safetensors' cannot "
+                                         r"be written: '.*notes.txt' is a file, not a folder\.$"):
+        rb.save(tmp_path / "notes.txt" / "deeper" / "b.safetensors")  # was a bare FileExistsError
+    with pytest.raises(ValueError, match=r"'.*run.ckpt' cannot be written: it is a folder, not a file\.$"):
+        rb.save(tmp_path / "run.ckpt")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "run.ckpt"]
+    assert rb.save(tmp_path / "new" / "b.ckpt").exists()  # a missing folder is made
+
+
+def test_a_mismatch_error_gives_a_buffer_s_own_record_without_a_stray_name(tmp_path):
+    make().save(tmp_path / "rb.ckpt")
+    with pytest.raises(ValueError, match=r"The checkpoint holds \{'type': 'ReplayBuffer', .*; the network holds "
+                                         r"\{'type': 'ReplayBuffer', 'capacity': 8"):
+        make(capacity=8).load(tmp_path / "rb.ckpt")

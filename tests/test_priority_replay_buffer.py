@@ -323,6 +323,8 @@ BAD_CALLS = [
     ("update an infinite priority", lambda b: b.update_priorities(np.array([1], I32), np.array([np.inf], F32)),
      ValueError, "but got inf"),
     ("sample a negative beta", lambda b: b.sample(-0.1), ValueError, "'beta' must be a finite float >= 0"),
+    ("sample a beta float32 takes as infinite", lambda b: b.sample(1e39), ValueError,
+     r"'beta' must be a finite float >= 0 of at most 3.4028235e\+38 \(float32's largest\), but got 1e\+39"),
     ("sample a NaN beta", lambda b: b.sample(float("nan")), ValueError, "'beta' must be a finite float"),
     ("sample a bool beta", lambda b: b.sample(True), TypeError, "'beta' must be a float, but got bool"),
     ("sample a string beta", lambda b: b.sample("1"), TypeError, "'beta' must be a float, but got str"),
@@ -367,6 +369,7 @@ def test_sampling_an_empty_buffer_is_refused():
 
 @pytest.mark.parametrize("alpha, error, message", [
     (-1.0, ValueError, r"For 'PriorityReplayBuffer', 'alpha' must be a finite float >= 0, but got -1.0"),
+    (1e39, ValueError, r"For 'PriorityReplayBuffer', 'alpha' must be a finite float >= 0 of at most 3.4028235e\+38"),
     (float("inf"), ValueError, "but got inf"),
     (True, TypeError, "'alpha' must be a float, but got bool"),
     ("0.6", TypeError, "'alpha' must be a float, but got str"),

@@ -201,3 +201,21 @@ def test_a_bfloat16_column_is_refused_before_any_writer_exists():
     # when a writer was made (no numpy dtype): the buffer now refuses it at construction.
     with pytest.raises(ValueError, match="bfloat16 is not supported"):
         ReplayBuffer(2, 4, [(2,)], [ms.bfloat16])
+
+
+def test_the_writer_takes_every_form_insert_takes():
+    from mindspore_rl_buffer import UniformReplayBuffer
+
+    two = UniformReplayBuffer(2, 8, [(2,), ()], [ms.float32, ms.int32])
+    one = ReplayBuffer(2, 8, [(2,)], [ms.float32])
+    with two.writer(4) as writer:
+        writer.insert(np.full(2, 1.0, np.float32), np.int32(1))  # one array per column, as insert(state, action)
+        writer.insert([np.full((2, 2), 2.0, np.float32), np.array([2, 3], np.int32)])
+    with one.writer(4) as writer:
+        writer.insert(np.full(2, 1.0, np.float32))  # a one-column buffer: the column alone
+        writer.insert([np.full((2, 2), 2.0, np.float32)])
+    assert [int(two.get_item(i)[1]) for i in range(3)] == [1, 2, 3]
+    assert [float(one.get_item(i)[0][0]) for i in range(3)] == [1.0, 2.0, 2.0]
+    with pytest.raises(TypeError, match=r"'transition' must be a list or tuple of arrays, one per column, but got "
+                                        r"ndarray"):
+        two.writer(4).insert(np.ones(2, np.float32))
