@@ -1,0 +1,37 @@
+"""The install the README's Quick start gives: the Pythons it names are those setup.py accepts, and those
+MindSpore 2.10 has wheels for."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from packaging.specifiers import SpecifierSet
+
+ROOT = Path(__file__).resolve().parents[2]
+# MindSpore 2.10 publishes wheels for these Pythons only; on 3.9 pip finds MindSpore 2.9 at most.
+MINDSPORE_PYTHONS = ("3.10", "3.11", "3.12")
+
+
+def _setup_keywords() -> dict:
+    """The literal keyword arguments of setup.py's ``setup(...)`` call."""
+    tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
+    call = next(node for node in ast.walk(tree)
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setup")
+    return {keyword.arg: ast.literal_eval(keyword.value) for keyword in call.keywords
+            if keyword.arg in ("python_requires", "classifiers")}
+
+
+def test_setup_accepts_exactly_the_pythons_mindspore_installs_on():
+    keywords = _setup_keywords()
+    accepted = SpecifierSet(keywords["python_requires"])
+    assert [v for v in ("3.8", "3.9", *MINDSPORE_PYTHONS, "3.13") if v in accepted] == list(MINDSPORE_PYTHONS)
+    classified = [c.rsplit(" :: ", 1)[1] for c in keywords["classifiers"]
+                  if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
+    assert classified == list(MINDSPORE_PYTHONS)
+
+
+def test_the_quick_start_names_those_pythons():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"Python (3\.\d+)–(3\.\d+)", quick_start) == [(MINDSPORE_PYTHONS[0], MINDSPORE_PYTHONS[-1])]
