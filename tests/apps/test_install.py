@@ -1,11 +1,13 @@
 """The install the README's Quick start gives: the Pythons it names are those setup.py accepts, and those
-MindSpore 2.10 has wheels for."""
+MindSpore 2.10 has wheels for; and the checkpoints the README's examples write stay out of git."""
 from __future__ import annotations
 
 import ast
 import re
+import subprocess
 from pathlib import Path
 
+import pytest
 from packaging.specifiers import SpecifierSet
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,3 +37,16 @@ def test_the_quick_start_names_those_pythons():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     assert re.findall(r"Python (3\.\d+)–(3\.\d+)", quick_start) == [(MINDSPORE_PYTHONS[0], MINDSPORE_PYTHONS[-1])]
+
+
+def test_git_ignores_the_checkpoints_the_readme_writes_and_keeps_the_test_data():
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    written = ["buffer.safetensors", "step-1000.safetensors", "runs/dqn/dqn_cartpole.ckpt", "q.ckpt"]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *written], cwd=ROOT, capture_output=True,
+                             text=True, check=False).stdout.split()
+    assert ignored == written
+    data = ["tests/data/v9_replay_buffer.safetensors", "tests/data/v9_replay_buffer.ckpt"]
+    kept = subprocess.run(["git", "check-ignore", "--no-index", *data], cwd=ROOT, capture_output=True, text=True,
+                          check=False)
+    assert kept.stdout == ""
