@@ -1,5 +1,6 @@
-"""The install the README's Quick start gives: the Pythons it names are those setup.py accepts, and those
-MindSpore 2.10 has wheels for; and the checkpoints the README's examples write stay out of git."""
+"""The install and CI the README describes: the Pythons the Quick start names are those setup.py accepts, and those
+MindSpore 2.10 has wheels for; the checkpoints the README's examples write stay out of git; "Development" names
+every step of .ci/run."""
 from __future__ import annotations
 
 import ast
@@ -50,3 +51,12 @@ def test_git_ignores_the_checkpoints_the_readme_writes_and_keeps_the_test_data()
     kept = subprocess.run(["git", "check-ignore", "--no-index", *data], cwd=ROOT, capture_output=True, text=True,
                           check=False)
     assert kept.stdout == ""
+
+
+def test_the_readme_names_every_step_of_the_ci_script():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    development = readme.split("\n## Development\n", 1)[1].split("\n## ", 1)[0]
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    steps = ["pip check", "ruff check .", "python -m benchmarks --smoke", "python -m benchmarks.gpu_check"]
+    assert all(step in script for step in steps)
+    assert [step for step in steps if f"`{step}" not in development] == []
