@@ -20,6 +20,8 @@ from mindspore_rl_buffer.apps.dqn.networks import QNetwork, load_q_network
 from mindspore_rl_buffer.apps.dqn.policy import FoldedGreedy
 
 FRAMES = 8
+# What needs matplotlib when evaluate draws frames, as its error names them.
+FRAMES_FEATURE = ("the strip of frames (--frames)", "evaluate")
 
 
 def evaluate_checkpoint(path: str | Path, episodes: int = 100, seed: int = 0, frames: str | Path | None = None,
@@ -42,7 +44,7 @@ def evaluate_checkpoint(path: str | Path, episodes: int = 100, seed: int = 0, fr
         MissingExtraError: If ``frames`` is given and matplotlib is not installed.
     """
     if frames is not None:
-        require_matplotlib()
+        require_matplotlib(*FRAMES_FEATURE)
     q_net = load_q_network(path)
     ms.set_seed(seed)
     loop = EvalLoop(q_net, CartPole(episodes, max_episode_steps))
@@ -77,7 +79,7 @@ def replay(q_net: QNetwork, start: np.ndarray, max_episode_steps: int = 500) -> 
 
 def draw_frames(states: np.ndarray, path: str | Path) -> None:
     """A PNG strip of :data:`FRAMES` frames spread over an episode's ``states``: the cart and its pole."""
-    matplotlib = require_matplotlib()
+    matplotlib = require_matplotlib(*FRAMES_FEATURE)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
