@@ -86,6 +86,14 @@ def _writable(folder: Path) -> bool:
     return os.access(folder, os.W_OK | os.X_OK)
 
 
+def _existing_ancestor(path: Path) -> Path:
+    """The nearest folder or file above ``path`` that exists."""
+    ancestor = path.absolute().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    return ancestor
+
+
 def _out_problem(out: str) -> str | None:
     """Why ``train`` could not write its run to ``--out out``, found before training; ``None`` if it can."""
     if not out:
@@ -95,9 +103,7 @@ def _out_problem(out: str) -> str | None:
         if not path.is_dir():
             return f"--out {out!r} is a file, not a folder"
         return None if _writable(path) else f"--out {out!r} is not writable"
-    ancestor = path.absolute().parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
+    ancestor = _existing_ancestor(path)
     if not ancestor.is_dir():
         return f"--out {out!r} cannot be created: {str(ancestor)!r} is a file, not a folder"
     return None if _writable(ancestor) else f"--out {out!r} cannot be created: {str(ancestor)!r} is not writable"
@@ -112,6 +118,9 @@ def _frames_problem(frames: str) -> str | None:
         return f"--frames {frames!r} is a folder; name a file in it, such as {str(path / 'frames.png')!r}"
     folder = path.absolute().parent
     if not folder.is_dir():
+        ancestor = _existing_ancestor(path)
+        if not ancestor.is_dir():
+            return f"--frames {frames!r} cannot be written: {str(ancestor)!r} is a file, not a folder"
         return f"--frames {frames!r} cannot be written: folder {str(folder)!r} does not exist"
     if not _writable(folder) or (path.exists() and not os.access(path, os.W_OK)):
         return f"--frames {frames!r} cannot be written: it or its folder is not writable"
@@ -244,7 +253,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     except OSError as error:  # reading the checkpoint or writing the frames
         doing = "could not read --checkpoint" + ("" if args.frames is None else " or write --frames")
         return _failed(error, doing, args.checkpoint if args.frames is None else args.frames)
-    print(f"{len(returns)} greedy episodes: returns from {returns.min():.0f} to {returns.max():.0f}")
+    if len(returns) == 1:
+        print(f"1 greedy episode: return {returns[0]:.0f}")
+    else:
+        print(f"{len(returns)} greedy episodes: returns from {returns.min():.0f} to {returns.max():.0f}")
     if args.frames is not None:
         print(f"frames of the first episode: {args.frames}")
     print(f"mean return: {returns.mean():.1f}")

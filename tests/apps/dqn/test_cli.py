@@ -2,6 +2,8 @@
 and the evaluate command."""
 from __future__ import annotations
 
+import re
+
 import mindspore as ms
 import numpy as np
 import pytest
@@ -86,6 +88,15 @@ def test_evaluate_plays_greedy_episodes_of_a_trained_checkpoint(tmp_path, capsys
     mean = float(lines[-1].removeprefix("mean return: "))
     assert 1 <= mean <= 500
     assert (tmp_path / "frames.png").stat().st_size > 1000
+
+
+def test_evaluate_of_one_episode_says_one_episode(tmp_path, capsys):
+    checkpoint = tmp_path / "q.ckpt"
+    save_q_network(QNetwork(4, 2, (16, 8)), checkpoint)
+    assert cli.main(["evaluate", "--checkpoint", str(checkpoint), "--episodes", "1"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert re.fullmatch(r"1 greedy episode: return \d+", lines[0]), lines[0]
+    assert lines[-1].startswith("mean return: ")
 
 
 def test_evaluate_refuses_what_is_not_a_trained_q_network(tmp_path, capsys):
@@ -201,6 +212,10 @@ def test_a_frames_path_that_cannot_be_written_is_refused_before_playing(tmp_path
     error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(tmp_path / "nodir" / "f.png")])
     assert f"--frames '{tmp_path / 'nodir' / 'f.png'}' cannot be written: folder '{tmp_path / 'nodir'}' does " \
            "not exist" in error
+    for under_a_file in (checkpoint / "f.png", checkpoint / "sub" / "f.png"):
+        error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(under_a_file)])
+        assert f"--frames '{under_a_file}' cannot be written: '{checkpoint}' is a file, not a folder" in error
+        assert "does not exist" not in error
     monkeypatch.setattr(cli.os, "access", lambda path, mode: False)
     error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(tmp_path / "f.png")])
     assert f"--frames '{tmp_path / 'f.png'}' cannot be written: it or its folder is not writable" in error
