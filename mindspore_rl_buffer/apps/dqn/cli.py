@@ -22,15 +22,25 @@ def default_config(buffer: str, env: str) -> str:
 
 
 def _resolve_config(path: str) -> Path:
-    """The config at ``path``; a default falls back to the copy installed with the package."""
+    """The config at ``path``; ``configs/<name>`` of a config shipped with the package (``dqn.py``,
+    ``dqn.yaml``, ...) falls back to the installed copy, so the README's commands run from any folder."""
     candidate = Path(path)
-    if not candidate.is_file() and path in (DEFAULT_CONFIG, ONE_STEP_CONFIG):
+    if not candidate.exists() and candidate.parent == Path("configs"):
         from importlib import resources
 
-        installed = Path(str(resources.files("mindspore_rl_buffer.configs").joinpath(Path(path).name)))
+        installed = Path(str(resources.files("mindspore_rl_buffer.configs").joinpath(candidate.name)))
         if installed.is_file():
             return installed
     return candidate
+
+
+def _shipped_configs() -> list[str]:
+    """The configs installed with the package, as ``--config`` names them."""
+    from importlib import resources
+
+    folder = resources.files("mindspore_rl_buffer.configs")
+    return sorted(f"configs/{entry.name}" for entry in folder.iterdir()
+                  if entry.name.endswith((".py", ".yaml")) and not entry.name.startswith("_"))
 
 
 # At most 10**9 environment steps: far beyond any CartPole run (the measured solves take tens of
@@ -189,8 +199,8 @@ def _train(args: argparse.Namespace) -> int:
         print(f"error: config file {name!r} is a folder, not a file; pass --config FILE", file=sys.stderr)
         return 2
     if not config_path.is_file():
-        print(f"error: config file {name!r} not found; run from the repository root or pass "
-              "--config PATH", file=sys.stderr)
+        print(f"error: config file {name!r} not found; pass --config PATH, or one of the shipped configs "
+              f"{_shipped_configs()}", file=sys.stderr)
         return 2
     if args.env == "gymnasium":
         try:

@@ -10,7 +10,7 @@ import pytest
 
 from mindspore_rl_buffer.apps.dqn import cli
 from mindspore_rl_buffer.apps.dqn.networks import QNetwork, save_q_network
-from tests.apps.dqn.helpers import CONFIG
+from tests.apps.dqn.helpers import CONFIG, ROOT
 
 
 @pytest.fixture(autouse=True)
@@ -276,3 +276,32 @@ def test_evaluate_refuses_an_empty_checkpoint_naming_it(tmp_path, capsys):
     assert f"error: For 'evaluate', the checkpoint '{checkpoint}' must hold a Q-network's weights, but the file is " \
            "empty." in err
     assert "prefix" not in err
+
+
+SHIPPED_CONFIGS = sorted(path.name for path in (ROOT / "configs").iterdir() if path.suffix in (".py", ".yaml")
+                         and not path.name.startswith("_"))
+
+
+@pytest.mark.parametrize("name", SHIPPED_CONFIGS)
+def test_every_shipped_config_is_found_outside_the_repository(tmp_path, monkeypatch, name):
+    from mindspore_rl_buffer import load_config
+    from mindspore_rl_buffer.apps.dqn import trainer
+
+    class TrainCalledError(Exception):
+        """Raised in place of training, with the config train was given."""
+
+    def record(config, *args, **kwargs):
+        raise TrainCalledError(config)
+
+    monkeypatch.setattr(trainer, "train", record)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TrainCalledError) as trained:
+        cli.main(["train", "--config", f"configs/{name}", "--out", str(tmp_path / "run"), "--no-progress"])
+    assert trained.value.args[0] == load_config(ROOT / "configs" / name)
+
+
+def test_a_config_that_is_not_shipped_is_not_found_and_the_shipped_ones_are_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    error = _refused_before_training(capsys, monkeypatch, ["train", "--config", "configs/dqn_other.yaml"])
+    assert "config file 'configs/dqn_other.yaml' not found" in error
+    assert all(f"configs/{name}" in error for name in SHIPPED_CONFIGS)
