@@ -218,7 +218,7 @@ def _train(args: argparse.Namespace) -> int:
     try:
         result = trainer.train(config, args.out, buffer_kind=args.buffer, env_kind=args.env, max_steps=args.max_steps,
                                seed=args.seed, progress=not args.no_progress, loop=loop, overwrite=args.overwrite)
-    except (MissingExtraError, FileExistsError) as error:  # raised before any training
+    except (MissingExtraError, FileExistsError, IsADirectoryError) as error:  # raised before any training
         print(f"error: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # writing the checkpoint or the curve: a full disk, a folder changed meanwhile

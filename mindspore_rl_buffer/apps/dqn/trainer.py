@@ -63,10 +63,17 @@ def output_folder(out_dir: str | Path, agent: DQNAgent, overwrite: bool) -> Path
     """The folder a run writes to (``rank<r>`` inside ``out_dir`` for a data-parallel rank).
 
     Raises:
+        IsADirectoryError: If it holds a folder by the name of the checkpoint or the learning curve,
+            which the run could not write (``overwrite`` or not).
         FileExistsError: If it holds an earlier run's checkpoint or learning curve and not ``overwrite``.
     """
     world_size, rank = ranks(agent.buffer)
     out = Path(out_dir) / f"rank{rank}" if world_size > 1 else Path(out_dir)
+    for name in (CHECKPOINT, CURVE):
+        if (out / name).is_dir():
+            raise IsADirectoryError(f"For 'train', the output folder '{out}' must leave the name '{name}' to the "
+                                    f"run's file, but '{out / name}' is a folder; remove it or pass another folder "
+                                    f"(--out DIR).")
     earlier = [name for name in (CHECKPOINT, CURVE) if (out / name).exists()]
     if earlier and not overwrite:
         raise FileExistsError(f"For 'train', the output folder '{out}' already holds a run ({', '.join(earlier)}); "
@@ -130,6 +137,8 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
             before any training.
         FileExistsError: If ``out_dir`` holds an earlier run and not ``overwrite``; raised
             before any training.
+        IsADirectoryError: If ``out_dir`` holds a folder named ``dqn_cartpole.ckpt`` or
+            ``learning_curve.png``; raised before any training.
     """
     entry = check_config(config)
 

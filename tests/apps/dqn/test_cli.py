@@ -305,3 +305,22 @@ def test_a_config_that_is_not_shipped_is_not_found_and_the_shipped_ones_are_name
     error = _refused_before_training(capsys, monkeypatch, ["train", "--config", "configs/dqn_other.yaml"])
     assert "config file 'configs/dqn_other.yaml' not found" in error
     assert all(f"configs/{name}" in error for name in SHIPPED_CONFIGS)
+
+
+@pytest.mark.parametrize("name", ["dqn_cartpole.ckpt", "learning_curve.png"])
+@pytest.mark.parametrize("overwrite", [False, True], ids=["keep", "overwrite"])
+def test_a_folder_by_the_name_of_an_output_file_is_refused_before_training(tmp_path, capsys, monkeypatch, name,
+                                                                           overwrite):
+    from mindspore_rl_buffer.apps.dqn import trainer
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("trained before the output folder was checked")
+
+    monkeypatch.setattr(trainer, "chunks", must_not_run)
+    (tmp_path / "run" / name).mkdir(parents=True)
+    assert _train(tmp_path / "run", "--max-steps", "64", *(["--overwrite"] if overwrite else [])) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: For 'train', the output folder '{tmp_path / 'run'}' must leave the name "
+                            f"'{name}' to the run's file, but '{tmp_path / 'run' / name}' is a folder")
+    assert "Traceback" not in error
+    assert [path.name for path in (tmp_path / "run").iterdir()] == [name]
