@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from mindspore_rl_buffer.apps.dqn.schedule import MAX_STEPS
+
 # The fastest held solve measured (README, "The main job"): 3-step returns from a
 # TransitionReplayBuffer, which only the device buffer and the MindSpore CartPoles can feed.
 DEFAULT_CONFIG = "configs/dqn_nstep.py"
@@ -43,9 +45,6 @@ def _shipped_configs() -> list[str]:
                   if entry.name.endswith((".py", ".yaml")) and not entry.name.startswith("_"))
 
 
-# At most 10**9 environment steps: far beyond any CartPole run (the measured solves take tens of
-# thousands), and small enough that the schedule's arithmetic stays exact; a longer budget is a typo.
-MAX_STEPS = 10**9
 # At most 100,000 episodes: they are played in parallel, one CartPole each, so their memory grows with
 # the count (10**8 ran out of memory); 100,000 pins a mean return far tighter than the 100 by default.
 MAX_EPISODES = 100_000

@@ -29,6 +29,7 @@ import mindspore as ms
 from mindspore_rl_buffer import PriorityReplayBuffer, TransitionReplayBuffer
 from mindspore_rl_buffer._validation import SEED_END
 from mindspore_rl_buffer.apps.dqn.cartpole import MAX_EPISODE_STEPS, OBSERVATION_SIZE
+from mindspore_rl_buffer.apps.dqn.schedule import MAX_STEPS
 from mindspore_rl_buffer.config import buffer_arguments
 
 SECTIONS = ("replay_buffer", "learner", "policy", "environment", "trainer")
@@ -57,7 +58,7 @@ SETTINGS: dict[tuple[str, str], tuple[str, Any]] = {
     ("policy", "epsilon_decay_steps"): ("int>0", _REQUIRED),
     ("environment", "num_envs"): ("envs", _REQUIRED),
     ("environment", "max_episode_steps"): ("int32>0", MAX_EPISODE_STEPS),
-    ("trainer", "max_steps"): ("int>0", _REQUIRED),
+    ("trainer", "max_steps"): ("steps", _REQUIRED),
     ("trainer", "learning_starts"): ("int>=0", _REQUIRED),
     ("trainer", "learn_steps_per_collect"): ("int>0", _REQUIRED),
     ("trainer", "eval_interval"): ("int>0", _REQUIRED),
@@ -104,6 +105,9 @@ _KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     # The environments count episode steps in int32.
     "int32>0": ("an int in [1, 2**31)", lambda value: _is_int(value) and 1 <= value < 2**31),
     "envs": (f"an int in [1, {MAX_ENVS}]", lambda value: _is_int(value) and 1 <= value <= MAX_ENVS),
+    # The bound of --max-steps (see schedule.MAX_STEPS).
+    "steps": (f"an int in [1, {MAX_STEPS}] (environment steps)",
+              lambda value: _is_int(value) and 1 <= value <= MAX_STEPS),
     # What MindSpore's random operators take (it also seeds numpy and gymnasium).
     "seed": ("an int in [0, 2**31)", lambda value: _is_int(value) and 0 <= value < SEED_END),
     "fraction": ("a number in [0, 1]", lambda value: _is_finite(value) and 0 <= value <= 1),
@@ -237,7 +241,8 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
             how to fix a YAML file), every missing setting, a setting of the wrong kind or out of
             its range (see :data:`SETTINGS`: ``gamma`` and the epsilons in [0, 1], a learning rate
             and ``huber_delta`` finite and > 0, ``hidden_sizes`` a non-empty list of ints in
-            [1, 16384], ``num_envs`` and ``eval_episodes`` at most 100,000; NaN never), an
+            [1, 16384], ``num_envs`` and ``eval_episodes`` at most 100,000, ``max_steps`` at most
+            10**9, as ``--max-steps``; NaN never), an
             environment other than CartPole-v1, a buffer entry the library's loader refuses,
             a ``sample_size`` above the buffer's ``capacity``,
             ``number`` other than 1, a ``PriorityReplayBuffer`` (its ``sample`` returns weights

@@ -16,6 +16,11 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+# At most 10**9 environment steps, from --max-steps or a config's trainer.max_steps: far beyond any
+# CartPole run (the measured solves take tens of thousands), and small enough that the schedule's
+# arithmetic stays exact; a longer budget is a typo.
+MAX_STEPS = 10**9
+
 
 @dataclass(frozen=True)
 class Chunk:

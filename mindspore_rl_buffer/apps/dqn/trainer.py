@@ -23,7 +23,7 @@ from mindspore_rl_buffer.apps.dqn.networks import save_q_network
 from mindspore_rl_buffer.apps.dqn.plotting import plot_learning_curve
 from mindspore_rl_buffer.apps.dqn.progress import progress_bar
 from mindspore_rl_buffer.apps.dqn.results import TrainResult
-from mindspore_rl_buffer.apps.dqn.schedule import chunks
+from mindspore_rl_buffer.apps.dqn.schedule import MAX_STEPS, chunks
 
 __all__ = ["DQNAgent", "TrainResult", "build_agent", "train"]
 
@@ -50,11 +50,13 @@ def choose_loop(loop: str | None, buffer_kind: str, env_kind: str) -> str:
 
 
 def check_budget(max_steps: Any) -> int:
-    """``max_steps`` if it is an int > 0 (not a bool); a TypeError or ValueError naming it otherwise."""
+    """``max_steps`` if it is an int in [1, :data:`~.schedule.MAX_STEPS`] (not a bool); a TypeError or
+    ValueError naming it otherwise."""
+    expected = f"an int in [1, {MAX_STEPS}]"
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)):
-        raise TypeError(f"For 'train', the 'max_steps' must be an int > 0, but got {type(max_steps).__name__}.")
-    if max_steps < 1:
-        raise ValueError(f"For 'train', the 'max_steps' must be an int > 0 (an environment-step budget), "
+        raise TypeError(f"For 'train', the 'max_steps' must be {expected}, but got {type(max_steps).__name__}.")
+    if not 1 <= max_steps <= MAX_STEPS:
+        raise ValueError(f"For 'train', the 'max_steps' must be {expected} (an environment-step budget), "
                          f"but got {max_steps}.")
     return int(max_steps)
 
@@ -115,7 +117,8 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
         buffer_kind (str): ``'device'`` or ``'numpy'``, see :func:`build_agent`. Default: ``'device'``.
         env_kind (str): ``'mindspore'`` or ``'gymnasium'``, see :func:`build_agent`.
             Default: ``'mindspore'``.
-        max_steps (int): Environment-step budget, > 0; ``None`` takes ``trainer.max_steps``. Default: ``None``.
+        max_steps (int): Environment-step budget, in [1, 10**9]; ``None`` takes ``trainer.max_steps``.
+            Default: ``None``.
         seed (int): ``None`` takes ``trainer.seed``. Default: ``None``.
         progress (bool): Show a tqdm progress bar (needs tqdm). Default: ``True``.
         stop_when_solved (bool): Stop at the held solve. Default: ``True``.
@@ -129,8 +132,8 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
 
     Raises:
         TypeError, ValueError: As :func:`build_agent` (a TransitionReplayBuffer entry needs
-            ``buffer_kind='device'`` and ``env_kind='mindspore'``), or if ``max_steps`` is not an int > 0,
-            or the loop is unknown or cannot run this variant; raised before any training.
+            ``buffer_kind='device'`` and ``env_kind='mindspore'``), or if ``max_steps`` is not an int in
+            [1, 10**9], or the loop is unknown or cannot run this variant; raised before any training.
         ImportError: As :func:`build_agent`.
         MissingExtraError: If the progress bar or the learning curve is asked for and tqdm or
             matplotlib is not installed (``pip install 'mindspore_rl_buffer[dqn]'``); raised
