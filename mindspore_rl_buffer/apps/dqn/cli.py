@@ -167,7 +167,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="mindspore: batched CartPole inside the collect graph; gymnasium: "
                             "CartPole-v1 on the host (default: %(default)s)")
     train.add_argument("--max-steps", type=_at_most(MAX_STEPS, "environment steps"), default=None,
-                       help=f"environment-step budget, > 0 and at most {MAX_STEPS} (default: config)")
+                       help=f"environment-step budget, > 0 and at most {MAX_STEPS}, rounded up to a multiple of "
+                            f"the config's environment.num_envs (8 in the shipped configs), with a note; "
+                            f"every collect steps all environments (default: config)")
     train.add_argument("--seed", type=_seed, default=None, help="random seed, in [0, 2**31) (default: config)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     evaluate = commands.add_parser("evaluate", help="play a trained agent's greedy episodes, print the mean return")
@@ -214,6 +216,7 @@ def _train(args: argparse.Namespace) -> int:
     except (TypeError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    _note_rounding(config, args.max_steps)
     try:
         result = trainer.train(config, args.out, buffer_kind=args.buffer, env_kind=args.env, max_steps=args.max_steps,
                                seed=args.seed, progress=not args.no_progress, loop=loop, overwrite=args.overwrite)
@@ -236,6 +239,20 @@ def _train(args: argparse.Namespace) -> int:
     print(f"final evaluation return: {result.final_eval_return:.1f} (mean of {episodes} greedy episodes; "
           f"threshold {threshold:g}): {verdict}")
     return 0
+
+
+def _note_rounding(config: dict, max_steps: int | None) -> None:
+    """Say so on stderr when the budget is not a multiple of the environments and the run does more steps."""
+    from mindspore_rl_buffer.apps.dqn.config import setting
+    from mindspore_rl_buffer.apps.dqn.schedule import rounded_budget
+
+    budget = setting(config, "trainer", "max_steps") if max_steps is None else max_steps
+    num_envs = setting(config, "environment", "num_envs")
+    if budget % num_envs:
+        source = "the config's trainer.max_steps" if max_steps is None else "--max-steps"
+        print(f"note: {source} {budget} is rounded up to {rounded_budget(budget, num_envs)} environment steps, a "
+              f"multiple of the {num_envs} environments (environment.num_envs): every collect steps all of them",
+              file=sys.stderr)
 
 
 def _evaluate(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ from mindspore_rl_buffer.apps.dqn.networks import save_q_network
 from mindspore_rl_buffer.apps.dqn.plotting import plot_learning_curve
 from mindspore_rl_buffer.apps.dqn.progress import progress_bar
 from mindspore_rl_buffer.apps.dqn.results import TrainResult
-from mindspore_rl_buffer.apps.dqn.schedule import MAX_STEPS, chunks
+from mindspore_rl_buffer.apps.dqn.schedule import MAX_STEPS, chunks, rounded_budget
 
 __all__ = ["DQNAgent", "TrainResult", "build_agent", "train"]
 
@@ -117,8 +117,9 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
         buffer_kind (str): ``'device'`` or ``'numpy'``, see :func:`build_agent`. Default: ``'device'``.
         env_kind (str): ``'mindspore'`` or ``'gymnasium'``, see :func:`build_agent`.
             Default: ``'mindspore'``.
-        max_steps (int): Environment-step budget, in [1, 10**9]; ``None`` takes ``trainer.max_steps``.
-            Default: ``None``.
+        max_steps (int): Environment-step budget, in [1, 10**9], rounded up to a multiple of
+            ``environment.num_envs`` (every collect steps all environments); ``None`` takes
+            ``trainer.max_steps``. Default: ``None``.
         seed (int): ``None`` takes ``trainer.seed``. Default: ``None``.
         progress (bool): Show a tqdm progress bar (needs tqdm). Default: ``True``.
         stop_when_solved (bool): Stop at the held solve. Default: ``True``.
@@ -160,10 +161,11 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
     threshold, evaluations = float(get("solve_threshold")), get("solve_evaluations")
 
     result = TrainResult(False, math.nan, 0, 0, 0.0, 0.0, loop=loop)
-    bar = progress_bar(max_steps, shown=progress)
+    num_envs = setting(config, "environment", "num_envs")
+    bar = progress_bar(rounded_budget(max_steps, num_envs), shown=progress)
     seen_return, seen_episodes = 0.0, 0
     start = time.perf_counter()
-    for chunk in chunks(setting(config, "environment", "num_envs"), max_steps, get("learning_starts"),
+    for chunk in chunks(num_envs, max_steps, get("learning_starts"),
                         get("eval_starts"), get("eval_interval"), get("log_interval")):
         loss_sum = runner.run(chunk.iterations, chunk.learn)
         result.env_steps = chunk.env_steps

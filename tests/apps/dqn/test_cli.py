@@ -282,22 +282,31 @@ SHIPPED_CONFIGS = sorted(path.name for path in (ROOT / "configs").iterdir() if p
                          and not path.name.startswith("_"))
 
 
-@pytest.mark.parametrize("name", SHIPPED_CONFIGS)
-def test_every_shipped_config_is_found_outside_the_repository(tmp_path, monkeypatch, name):
-    from mindspore_rl_buffer import load_config
-    from mindspore_rl_buffer.apps.dqn import trainer
+class TrainCalledError(Exception):
+    """Raised in place of training, with the config train was given."""
 
-    class TrainCalledError(Exception):
-        """Raised in place of training, with the config train was given."""
+
+def _config_given_to_train(monkeypatch, argv: list[str]) -> dict:
+    """Run the command line up to training; return the config it would train from."""
+    from mindspore_rl_buffer.apps.dqn import trainer
 
     def record(config, *args, **kwargs):
         raise TrainCalledError(config)
 
     monkeypatch.setattr(trainer, "train", record)
-    monkeypatch.chdir(tmp_path)
     with pytest.raises(TrainCalledError) as trained:
-        cli.main(["train", "--config", f"configs/{name}", "--out", str(tmp_path / "run"), "--no-progress"])
-    assert trained.value.args[0] == load_config(ROOT / "configs" / name)
+        cli.main(argv)
+    return trained.value.args[0]
+
+
+@pytest.mark.parametrize("name", SHIPPED_CONFIGS)
+def test_every_shipped_config_is_found_outside_the_repository(tmp_path, monkeypatch, name):
+    from mindspore_rl_buffer import load_config
+
+    monkeypatch.chdir(tmp_path)
+    config = _config_given_to_train(monkeypatch, ["train", "--config", f"configs/{name}", "--out",
+                                                  str(tmp_path / "run"), "--no-progress"])
+    assert config == load_config(ROOT / "configs" / name)
 
 
 def test_a_config_that_is_not_shipped_is_not_found_and_the_shipped_ones_are_named(tmp_path, capsys, monkeypatch):
@@ -324,3 +333,25 @@ def test_a_folder_by_the_name_of_an_output_file_is_refused_before_training(tmp_p
                             f"'{name}' to the run's file, but '{tmp_path / 'run' / name}' is a folder")
     assert "Traceback" not in error
     assert [path.name for path in (tmp_path / "run").iterdir()] == [name]
+
+
+@pytest.mark.parametrize(("budget", "rounded"), [("1", 8), ("13", 16), ("999", 1000)])
+def test_a_budget_that_is_not_a_multiple_of_the_environments_is_rounded_up_with_a_note(tmp_path, capsys,
+                                                                                    monkeypatch, budget, rounded):
+    argv = ["train", "--config", str(CONFIG), "--out", str(tmp_path / "run"), "--no-progress"]
+    _config_given_to_train(monkeypatch, [*argv, "--max-steps", budget])
+    assert capsys.readouterr().err == (f"note: --max-steps {budget} is rounded up to {rounded} environment steps, a "
+                                       f"multiple of the 8 environments (environment.num_envs): every collect steps "
+                                       f"all of them\n")
+    _config_given_to_train(monkeypatch, [*argv, "--max-steps", str(rounded)])
+    _config_given_to_train(monkeypatch, argv)  # the shipped 150,000 steps
+    assert capsys.readouterr().err == ""
+
+
+def test_a_config_budget_that_is_not_a_multiple_is_named_in_the_note(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "odd.yaml"
+    path.write_text((ROOT / "configs" / "dqn.yaml").read_text().replace("max_steps: 150000", "max_steps: 150001"))
+    _config_given_to_train(monkeypatch, ["train", "--config", str(path), "--out", str(tmp_path / "run"),
+                                         "--no-progress"])
+    assert "note: the config's trainer.max_steps 150001 is rounded up to 150008 environment steps" \
+        in capsys.readouterr().err
