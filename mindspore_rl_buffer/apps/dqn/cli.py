@@ -225,8 +225,9 @@ def _train(args: argparse.Namespace) -> int:
         return 2
     except OSError as error:  # writing the checkpoint or the curve: a full disk, a folder changed meanwhile
         return _failed(error, f"could not write the run to --out {args.out!r}", args.out)
-    print(f"{result.env_steps} environment steps, {result.learn_steps} learn steps in "
-          f"{result.wall_time:.1f} s ({result.steps_per_second:.0f} environment steps/s, {result.loop} loop)")
+    print(f"{result.env_steps} environment steps, {result.learn_steps} learn steps in {result.wall_time:.1f} s of "
+          f"wall time, compilation and evaluations included ({result.steps_per_second:.0f} environment steps/s "
+          f"over the whole run, {result.loop} loop)")
     print(f"learning curve: {result.curve_path}")
     print(f"checkpoint: {result.checkpoint_path}")
     episodes, threshold = setting(config, "trainer", "eval_episodes"), setting(config, "trainer", "solve_threshold")

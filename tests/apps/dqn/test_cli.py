@@ -70,9 +70,17 @@ def test_the_yaml_layout_copied_from_the_python_file_gets_the_fix(tmp_path, caps
     assert "remove the 'algorithm_config:' line and un-indent what was under it" in capsys.readouterr().err
 
 
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The line train prints after a run, as the README's Quick start quotes it.
+SUMMARY = (r"\d+ environment steps, \d+ learn steps in [\d.]+ s of wall time, compilation and evaluations included "
+           r"\(\d+ environment steps/s over the whole run, (fused|host) loop\)")
+
+
 def test_the_loop_flag(tmp_path, capsys):
     assert _train(tmp_path / "host", "--max-steps", "64", "--loop", "host") == 0
-    assert "environment steps/s, host loop)" in capsys.readouterr().out
+    summary = capsys.readouterr().out.splitlines()[0]
+    assert re.fullmatch(SUMMARY.replace("(fused|host)", "host"), summary), summary
+    assert re.fullmatch(SUMMARY, re.search(r"```text\n(\d+ environment steps.*)\n```", README).group(1))
     assert _train(tmp_path / "numpy", "--max-steps", "64", "--loop", "fused", "--buffer", "numpy") == 2
     assert "the 'fused' loop needs the device buffer" in capsys.readouterr().err
 
