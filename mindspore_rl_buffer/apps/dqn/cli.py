@@ -173,7 +173,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", type=_seed, default=None, help="random seed, in [0, 2**31) (default: config)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     evaluate = commands.add_parser("evaluate", help="play a trained agent's greedy episodes, print the mean return")
-    evaluate.add_argument("--checkpoint", required=True, help="a dqn_cartpole.ckpt written by train")
+    evaluate.add_argument("--checkpoint", required=True,
+                          help="a dqn_cartpole.ckpt written by train (or a .safetensors file of the same weights)")
     evaluate.add_argument("--episodes", type=_at_most(MAX_EPISODES, "episodes played in parallel"), default=100,
                           help=f"episodes, > 0 and at most {MAX_EPISODES} (default: %(default)s)")
     evaluate.add_argument("--seed", type=_seed, default=0,
@@ -264,9 +265,13 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(f"error: checkpoint {args.checkpoint!r} is a folder, not a file (train writes "
               "runs/dqn/dqn_cartpole.ckpt)", file=sys.stderr)
         return 2
-    if not Path(args.checkpoint).is_file():
+    if not Path(args.checkpoint).exists():
         print(f"error: checkpoint {args.checkpoint!r} not found (train writes runs/dqn/dqn_cartpole.ckpt)",
               file=sys.stderr)
+        return 2
+    if not Path(args.checkpoint).is_file():  # a device, a pipe: nothing MindSpore can read a checkpoint from
+        print(f"error: checkpoint {args.checkpoint!r} must be a regular file, as train writes "
+              "runs/dqn/dqn_cartpole.ckpt, but it is a special file (a device or a pipe)", file=sys.stderr)
         return 2
     problem = None if args.frames is None else _frames_problem(args.frames)
     if problem is not None:  # before the episodes are played

@@ -29,7 +29,8 @@ def evaluate_checkpoint(path: str | Path, episodes: int = 100, seed: int = 0, fr
     """Play ``episodes`` greedy episodes of the Q-network in checkpoint ``path``; return their returns.
 
     Args:
-        path (Union[str, Path]): A checkpoint written by ``train`` (``dqn_cartpole.ckpt``).
+        path (Union[str, Path]): A checkpoint written by ``train`` (``dqn_cartpole.ckpt``), or a
+            ``.safetensors`` file of the same weights.
         episodes (int): Episodes, played in parallel. Default: ``100``.
         seed (int): Seeds the start states (``mindspore.set_seed``). Default: ``0``.
         frames (Union[str, Path]): If given, a PNG strip of frames of the first episode is
@@ -40,7 +41,8 @@ def evaluate_checkpoint(path: str | Path, episodes: int = 100, seed: int = 0, fr
         numpy.ndarray, float32, ``(episodes,)``.
 
     Raises:
-        ValueError: If the file holds no Q-network.
+        ValueError: If the file is not a ``.ckpt`` or ``.safetensors`` checkpoint, or holds no
+            CartPole Q-network (see :func:`~.networks.load_q_network`).
         MissingExtraError: If ``frames`` is given and matplotlib is not installed.
     """
     if frames is not None:

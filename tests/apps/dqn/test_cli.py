@@ -108,12 +108,73 @@ def test_evaluate_of_one_episode_says_one_episode(tmp_path, capsys):
 
 
 def test_evaluate_refuses_what_is_not_a_trained_q_network(tmp_path, capsys):
+    from mindspore import nn
+
     assert cli.main(["evaluate", "--checkpoint", str(tmp_path / "missing.ckpt")]) == 2
     assert "not found" in capsys.readouterr().err
     other = tmp_path / "other.ckpt"
-    ms.save_checkpoint([{"name": "weight", "data": ms.Tensor(np.zeros(3, np.float32))}], str(other))
+    ms.save_checkpoint(nn.Dense(3, 2), str(other))
     assert cli.main(["evaluate", "--checkpoint", str(other)]) == 2
-    assert "must hold a Q-network's weights" in capsys.readouterr().err
+    assert f"the checkpoint '{other}' must hold a Q-network's weights ('layers.<i>.weight' and '.bias'), but it " \
+           "holds 'weight' (2, 3), 'bias' (2,)." in capsys.readouterr().err
+    many = tmp_path / "many.ckpt"
+    ms.save_checkpoint([{"name": f"p{i}", "data": ms.Tensor(np.zeros(i + 1, np.float32))} for i in range(10)],
+                       str(many))
+    assert cli.main(["evaluate", "--checkpoint", str(many)]) == 2
+    assert "but it holds 'p0' (1,), 'p1' (2,), " in (error := capsys.readouterr().err)
+    assert "'p7' (8,) and 2 more." in error and "'p8'" not in error
+
+
+@pytest.mark.parametrize("name", ["README.md", "learning_curve.png", "q", "q.pt"])
+def test_evaluate_refuses_a_file_that_is_no_mindspore_checkpoint_by_its_name(tmp_path, capsys, monkeypatch, name):
+    path = tmp_path / name
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["evaluate", "--checkpoint", str(path), "--episodes", "2"]) == 2
+    error = capsys.readouterr().err
+    got = f"a '{path.suffix}' file" if path.suffix else "a file without a suffix"
+    assert error == (f"error: For 'evaluate', the checkpoint '{path}' must be a MindSpore checkpoint ending in .ckpt "
+                     f"(as train writes dqn_cartpole.ckpt) or .safetensors, but got {got}.\n")
+
+
+@pytest.mark.parametrize(("written", "given"), [("text", "x.ckpt"), ("png", "x.ckpt"), ("text", "x.safetensors"),
+                                                ("ckpt", "x.safetensors"), ("safetensors", "x.ckpt")])
+def test_evaluate_refuses_a_checkpoint_mindspore_cannot_read_naming_it(tmp_path, capsys, written, given):
+    path = tmp_path / given
+    if written in ("ckpt", "safetensors"):  # a checkpoint renamed to the other format's suffix
+        save_q_network(QNetwork(4, 2, (8,)), tmp_path / "q.ckpt")
+        ms.save_checkpoint(list(_saved_entries(tmp_path / "q.ckpt")), str(tmp_path / "q.safetensors"),
+                           format="safetensors")
+        path.write_bytes((tmp_path / f"q.{written}").read_bytes())
+    else:
+        path.write_bytes(b"# a README\n" if written == "text" else b"\x89PNG\r\n\x1a\n" + bytes(100))
+    assert cli.main(["evaluate", "--checkpoint", str(path), "--episodes", "2"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: For 'evaluate', the checkpoint '{path}' must be a MindSpore {path.suffix} file "
+                            "(train writes dqn_cartpole.ckpt), but ")
+    assert "must same with" not in error and "Traceback" not in error
+
+
+def _saved_entries(path):
+    """The entries of a checkpoint, to write them again in another format."""
+    return ({"name": name, "data": parameter} for name, parameter in ms.load_checkpoint(str(path)).items())
+
+
+def test_evaluate_plays_a_safetensors_q_network_as_its_ckpt(tmp_path, capsys):
+    save_q_network(QNetwork(4, 2, (16, 8)), tmp_path / "q.ckpt")
+    ms.save_checkpoint(list(_saved_entries(tmp_path / "q.ckpt")), str(tmp_path / "q.safetensors"),
+                       format="safetensors")
+    outputs = []
+    for name in ("q.ckpt", "q.safetensors"):
+        assert cli.main(["evaluate", "--checkpoint", str(tmp_path / name), "--episodes", "3"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and outputs[0].startswith("3 greedy episodes: returns from ")
+
+
+def test_evaluate_of_a_path_that_is_not_a_regular_file_does_not_say_not_found(capsys, monkeypatch):
+    error = _refused_before_training(capsys, monkeypatch, ["evaluate", "--checkpoint", "/dev/null"])
+    assert error == ("error: checkpoint '/dev/null' must be a regular file, as train writes "
+                     "runs/dqn/dqn_cartpole.ckpt, but it is a special file (a device or a pipe)\n")
 
 
 def test_a_saved_q_network_loads_with_its_layer_sizes(tmp_path):
