@@ -234,3 +234,37 @@ def test_a_budget_passed_to_train_has_the_bound_of_the_config_and_the_flag(monke
     with pytest.raises(ValueError, match=rf"the 'max_steps' must be an int in \[1, 1000000000\] \(an "
                                          rf"environment-step budget\), but got {budget}\."):
         train(small_config(), max_steps=budget, progress=False)
+
+
+@pytest.mark.parametrize(("where", "value", "spelling"), [
+    ("learner.learning_rate", "1e-3", "1.0e-3"), ("trainer.max_steps", "1e5", "100000 (or 1.0e+5 for a float)"),
+    ("policy.hidden_sizes", [128, "1e2"], "100 (or 1.0e+2 for a float)"),
+    ("replay_buffer.capacity", "1e5", "100000 (or 1.0e+5 for a float)"),
+    ("replay_buffer.params.capacity", "1e5", "100000 (or 1.0e+5 for a float)")])
+def test_text_that_spells_a_number_is_refused_naming_the_key_and_how_to_write_it(where, value, spelling):
+    """As ``yaml.safe_load`` reads a plain ``1e-3`` (load_config refuses such a file itself)."""
+    config = _nested(small_config()) if ".params." in where else small_config()
+    *sections, key = where.split(".")
+    parent = config
+    for section in sections:
+        parent = parent[section]
+    parent[key] = value
+    text = value[1] if isinstance(value, list) else value
+    name = f"{where}[1]" if isinstance(value, list) else where
+    with pytest.raises(ValueError, match=rf"^For 'train', the '{re.escape(name)}' must be a number, but got the text "
+                                         rf"'{text}': YAML 1\.1 \(PyYAML\) reads {text} as text, not a number; write "
+                                         rf"{re.escape(spelling)}\.$"):
+        check_config(config)
+
+
+def test_train_with_a_yaml_file_of_1e_3_says_how_to_write_it(tmp_path, capsys):
+    from mindspore_rl_buffer.apps.dqn import cli
+
+    path = tmp_path / "lr.yaml"
+    path.write_text(YAML.read_text().replace("learning_rate: 0.002", "learning_rate: 2e-3"))
+    assert "learning_rate: 2e-3" in path.read_text()
+    assert cli.main(["train", "--config", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: For 'load_config', the key 'learning_rate' in '{path}' (line ")
+    assert "but got 2e-3, which it reads as text: write 2.0e-3" in error
+    assert not (tmp_path / "run").exists()
