@@ -12,7 +12,10 @@ setup(
     "built from MindSpore graph ops.",
     long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
-    python_requires=">=3.9",
+    # MindSpore 2.10 has wheels for Python 3.10, 3.11 and 3.12 only (3.9 stops at MindSpore 2.9).
+    python_requires=">=3.10,<3.13",
+    classifiers=["Programming Language :: Python :: 3", "Programming Language :: Python :: 3.10",
+                 "Programming Language :: Python :: 3.11", "Programming Language :: Python :: 3.12"],
     packages=["mindspore_rl_buffer", "mindspore_rl_buffer.ops", "mindspore_rl_buffer.configs",
               "mindspore_rl_buffer.apps", "mindspore_rl_buffer.apps.dqn"],
     package_dir={"mindspore_rl_buffer": "mindspore_rl_buffer", "mindspore_rl_buffer.ops": "ops",

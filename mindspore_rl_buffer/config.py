@@ -43,6 +43,7 @@ from mindspore import nn
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._validation import check_capacity, check_exponent, check_size
 from mindspore_rl_buffer.compat import UniformReplayBuffer
+from mindspore_rl_buffer.config_yaml import load_yaml
 from mindspore_rl_buffer.priority_replay_buffer import PriorityReplayBuffer
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.reservoir_replay_buffer import ReservoirReplayBuffer
@@ -300,47 +301,6 @@ def _check_unique_dict_keys(path: Path) -> None:
             first[key.value] = key
 
 
-@functools.cache
-def _unique_key_loader() -> type:
-    """PyYAML's ``SafeLoader``, refusing a mapping that gives a key twice (``safe_load`` keeps the last)."""
-    import yaml
-
-    # Merge keys (`<<: *base`, whose own keys override the base's) and value keys are not keys of the mapping.
-    not_keys = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
-
-    class UniqueKeyLoader(yaml.SafeLoader):
-        def __init__(self, stream: str, path: Path) -> None:
-            super().__init__(stream)
-            self.path = path
-
-        def compose_mapping_node(self, anchor: Any) -> Any:
-            # Checked as composed: the constructor's merging later mixes the base's keys into the node.
-            node = super().compose_mapping_node(anchor)
-            first: dict[Any, Any] = {}
-            for key_node, _ in node.value:
-                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag in not_keys:
-                    continue
-                key = self.construct_object(key_node, deep=True)
-                if key in first:
-                    was, mark = first[key].start_mark, key_node.start_mark
-                    raise ValueError(f"For 'load_config', the key '{key_node.value}' must be given once in a mapping, "
-                                     f"but '{self.path}' gives it at line {was.line + 1}, column {was.column + 1} "
-                                     f"and again at line {mark.line + 1}, column {mark.column + 1}.")
-                first[key] = key_node
-            return node
-
-    return UniqueKeyLoader
-
-
-def _load_yaml(path: Path) -> Any:
-    """A YAML config, read as ``yaml.safe_load`` reads it but refusing a key given twice."""
-    loader = _unique_key_loader()(_read_text(path), path)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
-
-
 def _unique_json_keys(path: Path, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object as a dict, refusing a key given twice (``json.loads`` keeps the last)."""
     config: dict[str, Any] = {}
@@ -372,7 +332,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
         FileNotFoundError: If ``path`` does not exist.
         ValueError: If the file defines no ``algorithm_config`` dict, has an unknown
             extension, is a YAML or JSON file that is not UTF-8 text or not valid YAML or JSON,
-            gives a key twice in one YAML mapping, JSON object or Python dict display, names
+            gives a key twice in one YAML mapping, JSON object or Python dict display, writes a
+            number YAML 1.1 reads as text (``1e-3``: ``1.0e-3``; ``1e5``: ``100000``), names
             an unknown MindSpore dtype (``ms.foat32``), or is a Python file that does not parse
             (a syntax error, NUL bytes, binary content) or raises when run (the message names the
             file and the error's type and message).
@@ -400,7 +361,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
         import yaml
 
         try:
-            config = _load_yaml(path)
+            config = load_yaml(_read_text(path), path)
         except yaml.YAMLError as error:  # a truncated or malformed file: name it, and where it breaks
             raise ValueError(f"For 'load_config', '{path}' must be valid YAML, but: {error}") from None
     elif suffix == ".json":

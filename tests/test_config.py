@@ -275,3 +275,47 @@ def test_the_train_command_reports_a_config_that_fails_to_load(tmp_path, capsys)
     assert err.startswith(f"error: For 'load_config', '{path}' must run without error, but running it raised "
                           f"ModuleNotFoundError")
     assert "Traceback" not in err and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("text", "spelling"), [("1e-3", "1.0e-3"), ("1e5", "100000 (or 1.0e+5 for a float)"),
+                                                ("1.0e5", "100000 (or 1.0e+5 for a float)"),
+                                                ("-2.5e3", "-2500 (or -2.5e+3 for a float)"), ("+1e+20", "+1.0e+20"),
+                                                ("1E-3", "1.0e-3")])
+def test_a_number_yaml_reads_as_text_is_refused_naming_key_line_and_spelling(tmp_path, monkeypatch, text, spelling):
+    import yaml
+
+    refuse_to_build(monkeypatch)
+    path = tmp_path / "numbers.yaml"
+    path.write_text(f"learner:\n  gamma: 0.99\n  learning_rate: {text}\n")
+    assert yaml.safe_load(path.read_text())["learner"]["learning_rate"] == text  # what PyYAML makes of it
+    with pytest.raises(ValueError, match=rf"^For 'load_config', the key 'learning_rate' in '{re.escape(str(path))}' "
+                                         rf"\(line 3\) must be a number as YAML 1\.1 spells one, but got "
+                                         rf"{re.escape(text)}, which it reads as text: write {re.escape(spelling)}, "
+                                         rf"or quote it if text is meant\.$"):
+        load_config(path)
+    (tmp_path / "spelt.yaml").write_text(f"learner:\n  learning_rate: {spelling.split()[0]}\n")
+    assert load_config(tmp_path / "spelt.yaml")["learner"]["learning_rate"] == float(text)
+
+
+def test_create_buffer_on_a_yaml_file_with_a_capacity_of_1e5_gets_the_spelling(tmp_path, monkeypatch):
+    refuse_to_build(monkeypatch)
+    path = tmp_path / "buffer.yaml"
+    entry = ("  number: 1\n  type: ReplayBuffer\n  capacity: 1e5\n  data_shape: [[4], [1]]\n"
+             "  data_type: [float32, int32]\n  sample_size: 64\n")
+    path.write_text("replay_buffer:\n" + entry)
+    with pytest.raises(ValueError, match=r"the key 'capacity' in .* \(line 4\) must be a number as YAML 1\.1 spells "
+                                         r"one, but got 1e5, which it reads as text: write 100000 \(or 1\.0e\+5"):
+        create_buffer(load_config(path)["replay_buffer"])
+    path.write_text("replay_buffer:\n" + entry.replace("1e5", "100000"))
+    assert buffer_arguments(load_config(path)["replay_buffer"])[2]["capacity"] == 100000
+
+
+def test_text_that_spells_a_number_stays_text_when_quoted_and_list_items_are_checked(tmp_path, monkeypatch):
+    refuse_to_build(monkeypatch)
+    path = tmp_path / "quoted.yaml"
+    path.write_text("replay_buffer: {names: ['1e5', \"2e3\"], tag: !!str 7}\n")
+    assert load_config(path)["replay_buffer"] == {"names": ["1e5", "2e3"], "tag": "7"}
+    path.write_text("policy:\n  hidden_sizes: [64,\n    1e2]\n")
+    with pytest.raises(ValueError, match=r"item 1 of a list in .* \(line 3\) must be a number .* but got 1e2, which "
+                                         r"it reads as text: write 100 \(or 1\.0e\+2 for a float\)"):
+        load_config(path)

@@ -2,7 +2,8 @@
 
 An application reads the library through its public API (``mindspore_rl_buffer``'s top-level
 names, :func:`~mindspore_rl_buffer.create_buffer`, :func:`~mindspore_rl_buffer.load_config`,
-:func:`mindspore_rl_buffer.config.buffer_arguments`, :mod:`mindspore_rl_buffer.host_ring`),
+:func:`mindspore_rl_buffer.config.buffer_arguments`,
+:func:`mindspore_rl_buffer.config_yaml.yaml_number_spelling`, :mod:`mindspore_rl_buffer.host_ring`),
 never through raw config keys or private members; ``import mindspore_rl_buffer`` imports no
 application.
 

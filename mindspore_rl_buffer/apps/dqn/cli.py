@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from mindspore_rl_buffer.apps.dqn.schedule import MAX_STEPS
+
 # The fastest held solve measured (README, "The main job"): 3-step returns from a
 # TransitionReplayBuffer, which only the device buffer and the MindSpore CartPoles can feed.
 DEFAULT_CONFIG = "configs/dqn_nstep.py"
@@ -22,20 +24,27 @@ def default_config(buffer: str, env: str) -> str:
 
 
 def _resolve_config(path: str) -> Path:
-    """The config at ``path``; a default falls back to the copy installed with the package."""
+    """The config at ``path``; ``configs/<name>`` of a config shipped with the package (``dqn.py``,
+    ``dqn.yaml``, ...) falls back to the installed copy, so the README's commands run from any folder."""
     candidate = Path(path)
-    if not candidate.is_file() and path in (DEFAULT_CONFIG, ONE_STEP_CONFIG):
+    if not candidate.exists() and candidate.parent == Path("configs"):
         from importlib import resources
 
-        installed = Path(str(resources.files("mindspore_rl_buffer.configs").joinpath(Path(path).name)))
+        installed = Path(str(resources.files("mindspore_rl_buffer.configs").joinpath(candidate.name)))
         if installed.is_file():
             return installed
     return candidate
 
 
-# At most 10**9 environment steps: far beyond any CartPole run (the measured solves take tens of
-# thousands), and small enough that the schedule's arithmetic stays exact; a longer budget is a typo.
-MAX_STEPS = 10**9
+def _shipped_configs() -> list[str]:
+    """The configs installed with the package, as ``--config`` names them."""
+    from importlib import resources
+
+    folder = resources.files("mindspore_rl_buffer.configs")
+    return sorted(f"configs/{entry.name}" for entry in folder.iterdir()
+                  if entry.name.endswith((".py", ".yaml")) and not entry.name.startswith("_"))
+
+
 # At most 100,000 episodes: they are played in parallel, one CartPole each, so their memory grows with
 # the count (10**8 ran out of memory); 100,000 pins a mean return far tighter than the 100 by default.
 MAX_EPISODES = 100_000
@@ -86,6 +95,14 @@ def _writable(folder: Path) -> bool:
     return os.access(folder, os.W_OK | os.X_OK)
 
 
+def _existing_ancestor(path: Path) -> Path:
+    """The nearest folder or file above ``path`` that exists."""
+    ancestor = path.absolute().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    return ancestor
+
+
 def _out_problem(out: str) -> str | None:
     """Why ``train`` could not write its run to ``--out out``, found before training; ``None`` if it can."""
     if not out:
@@ -95,9 +112,7 @@ def _out_problem(out: str) -> str | None:
         if not path.is_dir():
             return f"--out {out!r} is a file, not a folder"
         return None if _writable(path) else f"--out {out!r} is not writable"
-    ancestor = path.absolute().parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
+    ancestor = _existing_ancestor(path)
     if not ancestor.is_dir():
         return f"--out {out!r} cannot be created: {str(ancestor)!r} is a file, not a folder"
     return None if _writable(ancestor) else f"--out {out!r} cannot be created: {str(ancestor)!r} is not writable"
@@ -112,6 +127,9 @@ def _frames_problem(frames: str) -> str | None:
         return f"--frames {frames!r} is a folder; name a file in it, such as {str(path / 'frames.png')!r}"
     folder = path.absolute().parent
     if not folder.is_dir():
+        ancestor = _existing_ancestor(path)
+        if not ancestor.is_dir():
+            return f"--frames {frames!r} cannot be written: {str(ancestor)!r} is a file, not a folder"
         return f"--frames {frames!r} cannot be written: folder {str(folder)!r} does not exist"
     if not _writable(folder) or (path.exists() and not os.access(path, os.W_OK)):
         return f"--frames {frames!r} cannot be written: it or its folder is not writable"
@@ -149,11 +167,14 @@ def _parser() -> argparse.ArgumentParser:
                        help="mindspore: batched CartPole inside the collect graph; gymnasium: "
                             "CartPole-v1 on the host (default: %(default)s)")
     train.add_argument("--max-steps", type=_at_most(MAX_STEPS, "environment steps"), default=None,
-                       help=f"environment-step budget, > 0 and at most {MAX_STEPS} (default: config)")
+                       help=f"environment-step budget, > 0 and at most {MAX_STEPS}, rounded up to a multiple of "
+                            f"the config's environment.num_envs (8 in the shipped configs), with a note; "
+                            f"every collect steps all environments (default: config)")
     train.add_argument("--seed", type=_seed, default=None, help="random seed, in [0, 2**31) (default: config)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     evaluate = commands.add_parser("evaluate", help="play a trained agent's greedy episodes, print the mean return")
-    evaluate.add_argument("--checkpoint", required=True, help="a dqn_cartpole.ckpt written by train")
+    evaluate.add_argument("--checkpoint", required=True,
+                          help="a dqn_cartpole.ckpt written by train (or a .safetensors file of the same weights)")
     evaluate.add_argument("--episodes", type=_at_most(MAX_EPISODES, "episodes played in parallel"), default=100,
                           help=f"episodes, > 0 and at most {MAX_EPISODES} (default: %(default)s)")
     evaluate.add_argument("--seed", type=_seed, default=0,
@@ -180,8 +201,8 @@ def _train(args: argparse.Namespace) -> int:
         print(f"error: config file {name!r} is a folder, not a file; pass --config FILE", file=sys.stderr)
         return 2
     if not config_path.is_file():
-        print(f"error: config file {name!r} not found; run from the repository root or pass "
-              "--config PATH", file=sys.stderr)
+        print(f"error: config file {name!r} not found; pass --config PATH, or one of the shipped configs "
+              f"{_shipped_configs()}", file=sys.stderr)
         return 2
     if args.env == "gymnasium":
         try:
@@ -196,16 +217,18 @@ def _train(args: argparse.Namespace) -> int:
     except (TypeError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    _note_rounding(config, args.max_steps)
     try:
         result = trainer.train(config, args.out, buffer_kind=args.buffer, env_kind=args.env, max_steps=args.max_steps,
                                seed=args.seed, progress=not args.no_progress, loop=loop, overwrite=args.overwrite)
-    except (MissingExtraError, FileExistsError) as error:  # raised before any training
+    except (MissingExtraError, FileExistsError, IsADirectoryError) as error:  # raised before any training
         print(f"error: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # writing the checkpoint or the curve: a full disk, a folder changed meanwhile
         return _failed(error, f"could not write the run to --out {args.out!r}", args.out)
-    print(f"{result.env_steps} environment steps, {result.learn_steps} learn steps in "
-          f"{result.wall_time:.1f} s ({result.steps_per_second:.0f} environment steps/s, {result.loop} loop)")
+    print(f"{result.env_steps} environment steps, {result.learn_steps} learn steps in {result.wall_time:.1f} s of "
+          f"wall time, compilation and evaluations included ({result.steps_per_second:.0f} environment steps/s "
+          f"over the whole run, {result.loop} loop)")
     print(f"learning curve: {result.curve_path}")
     print(f"checkpoint: {result.checkpoint_path}")
     episodes, threshold = setting(config, "trainer", "eval_episodes"), setting(config, "trainer", "solve_threshold")
@@ -220,6 +243,20 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _note_rounding(config: dict, max_steps: int | None) -> None:
+    """Say so on stderr when the budget is not a multiple of the environments and the run does more steps."""
+    from mindspore_rl_buffer.apps.dqn.config import setting
+    from mindspore_rl_buffer.apps.dqn.schedule import rounded_budget
+
+    budget = setting(config, "trainer", "max_steps") if max_steps is None else max_steps
+    num_envs = setting(config, "environment", "num_envs")
+    if budget % num_envs:
+        source = "the config's trainer.max_steps" if max_steps is None else "--max-steps"
+        print(f"note: {source} {budget} is rounded up to {rounded_budget(budget, num_envs)} environment steps, a "
+              f"multiple of the {num_envs} environments (environment.num_envs): every collect steps all of them",
+              file=sys.stderr)
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from mindspore_rl_buffer.apps.dqn import play
     from mindspore_rl_buffer.apps.dqn.extras import MissingExtraError
@@ -228,9 +265,13 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(f"error: checkpoint {args.checkpoint!r} is a folder, not a file (train writes "
               "runs/dqn/dqn_cartpole.ckpt)", file=sys.stderr)
         return 2
-    if not Path(args.checkpoint).is_file():
+    if not Path(args.checkpoint).exists():
         print(f"error: checkpoint {args.checkpoint!r} not found (train writes runs/dqn/dqn_cartpole.ckpt)",
               file=sys.stderr)
+        return 2
+    if not Path(args.checkpoint).is_file():  # a device, a pipe: nothing MindSpore can read a checkpoint from
+        print(f"error: checkpoint {args.checkpoint!r} must be a regular file, as train writes "
+              "runs/dqn/dqn_cartpole.ckpt, but it is a special file (a device or a pipe)", file=sys.stderr)
         return 2
     problem = None if args.frames is None else _frames_problem(args.frames)
     if problem is not None:  # before the episodes are played
@@ -244,7 +285,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     except OSError as error:  # reading the checkpoint or writing the frames
         doing = "could not read --checkpoint" + ("" if args.frames is None else " or write --frames")
         return _failed(error, doing, args.checkpoint if args.frames is None else args.frames)
-    print(f"{len(returns)} greedy episodes: returns from {returns.min():.0f} to {returns.max():.0f}")
+    if len(returns) == 1:
+        print(f"1 greedy episode: return {returns[0]:.0f}")
+    else:
+        print(f"{len(returns)} greedy episodes: returns from {returns.min():.0f} to {returns.max():.0f}")
     if args.frames is not None:
         print(f"frames of the first episode: {args.frames}")
     print(f"mean return: {returns.mean():.1f}")

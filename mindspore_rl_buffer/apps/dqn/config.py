@@ -29,7 +29,9 @@ import mindspore as ms
 from mindspore_rl_buffer import PriorityReplayBuffer, TransitionReplayBuffer
 from mindspore_rl_buffer._validation import SEED_END
 from mindspore_rl_buffer.apps.dqn.cartpole import MAX_EPISODE_STEPS, OBSERVATION_SIZE
+from mindspore_rl_buffer.apps.dqn.schedule import MAX_STEPS
 from mindspore_rl_buffer.config import buffer_arguments
+from mindspore_rl_buffer.config_yaml import yaml_number_spelling
 
 SECTIONS = ("replay_buffer", "learner", "policy", "environment", "trainer")
 ENVIRONMENT = "CartPole-v1"
@@ -57,7 +59,7 @@ SETTINGS: dict[tuple[str, str], tuple[str, Any]] = {
     ("policy", "epsilon_decay_steps"): ("int>0", _REQUIRED),
     ("environment", "num_envs"): ("envs", _REQUIRED),
     ("environment", "max_episode_steps"): ("int32>0", MAX_EPISODE_STEPS),
-    ("trainer", "max_steps"): ("int>0", _REQUIRED),
+    ("trainer", "max_steps"): ("steps", _REQUIRED),
     ("trainer", "learning_starts"): ("int>=0", _REQUIRED),
     ("trainer", "learn_steps_per_collect"): ("int>0", _REQUIRED),
     ("trainer", "eval_interval"): ("int>0", _REQUIRED),
@@ -104,6 +106,9 @@ _KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     # The environments count episode steps in int32.
     "int32>0": ("an int in [1, 2**31)", lambda value: _is_int(value) and 1 <= value < 2**31),
     "envs": (f"an int in [1, {MAX_ENVS}]", lambda value: _is_int(value) and 1 <= value <= MAX_ENVS),
+    # The bound of --max-steps (see schedule.MAX_STEPS).
+    "steps": (f"an int in [1, {MAX_STEPS}] (environment steps)",
+              lambda value: _is_int(value) and 1 <= value <= MAX_STEPS),
     # What MindSpore's random operators take (it also seeds numpy and gymnasium).
     "seed": ("an int in [0, 2**31)", lambda value: _is_int(value) and 0 <= value < SEED_END),
     "fraction": ("a number in [0, 1]", lambda value: _is_finite(value) and 0 <= value <= 1),
@@ -160,7 +165,23 @@ def _check_sections(config: Any) -> None:
                             f"but got {type(config[section]).__name__}.")
 
 
+def _refuse_text_numbers(where: str, value: Any) -> None:
+    """Refuse text that spells a number (``'1e-3'``, as PyYAML reads a plain ``1e-3``), in ``value`` or its list."""
+    for i, item in enumerate(value) if isinstance(value, (list, tuple)) else [(None, value)]:
+        spelling = yaml_number_spelling(item)
+        if spelling is not None:
+            name = where if i is None else f"{where}[{i}]"
+            raise ValueError(f"For 'train', the '{name}' must be a number, but got the text {item!r}: YAML 1.1 "
+                             f"(PyYAML) reads {item} as text, not a number; write {spelling}.")
+
+
 def _check_settings(config: Mapping[str, Any]) -> None:
+    for section in SECTIONS:
+        for key, value in config[section].items():
+            _refuse_text_numbers(f"{section}.{key}", value)
+        if section == "replay_buffer" and isinstance(config[section].get("params"), Mapping):
+            for key, value in config[section]["params"].items():
+                _refuse_text_numbers(f"{section}.params.{key}", value)
     missing = [f"{section}.{key}" for (section, key), (_, default) in SETTINGS.items()
                if default is _REQUIRED and key not in config[section]]
     if missing:
@@ -234,10 +255,13 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
         TypeError: If the config or one of its sections is not a dict, or the buffer entry
             has a value of the wrong type (as :func:`~mindspore_rl_buffer.config.buffer_arguments`).
         ValueError: Naming every missing section (and, for a top-level ``algorithm_config`` key,
-            how to fix a YAML file), every missing setting, a setting of the wrong kind or out of
+            how to fix a YAML file), every missing setting, a setting or buffer key that is text
+            spelling a number (``'1e-3'``, as PyYAML reads a plain ``1e-3``; the message says how
+            to write it), a setting of the wrong kind or out of
             its range (see :data:`SETTINGS`: ``gamma`` and the epsilons in [0, 1], a learning rate
             and ``huber_delta`` finite and > 0, ``hidden_sizes`` a non-empty list of ints in
-            [1, 16384], ``num_envs`` and ``eval_episodes`` at most 100,000; NaN never), an
+            [1, 16384], ``num_envs`` and ``eval_episodes`` at most 100,000, ``max_steps`` at most
+            10**9, as ``--max-steps``; NaN never), an
             environment other than CartPole-v1, a buffer entry the library's loader refuses,
             a ``sample_size`` above the buffer's ``capacity``,
             ``number`` other than 1, a ``PriorityReplayBuffer`` (its ``sample`` returns weights

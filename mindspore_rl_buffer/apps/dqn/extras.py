@@ -15,13 +15,14 @@ class MissingExtraError(ImportError):
     """An optional dependency of the DQN app is not installed; the message says how to install it."""
 
 
-def require(module: str, purpose: str, alternative: str = "") -> ModuleType:
-    """Import ``module``, or say which feature needs it and how to install it.
+def require(module: str, purpose: str, alternative: str = "", command: str = "train") -> ModuleType:
+    """Import ``module``, or say which command and feature need it and how to install it.
 
     Args:
         module (str): The module to import.
         purpose (str): What needs it, e.g. ``'the learning curve'``.
         alternative (str): How to do without it, appended to the message. Default: ``''``.
+        command (str): The command that needs it, ``'train'`` or ``'evaluate'``. Default: ``'train'``.
 
     Returns:
         The module.
@@ -32,7 +33,7 @@ def require(module: str, purpose: str, alternative: str = "") -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as error:
-        raise MissingExtraError(f"For 'train', {purpose} needs {module}, which is not installed: "
+        raise MissingExtraError(f"For '{command}', {purpose} needs {module}, which is not installed: "
                                 f"{INSTALL}{alternative}.") from error
 
 
@@ -41,9 +42,10 @@ def require_tqdm() -> ModuleType:
     return require("tqdm", "the progress bar", " (or run without it: --no-progress, progress=False)")
 
 
-def require_matplotlib() -> ModuleType:
-    """matplotlib, for the learning curve; raises :class:`MissingExtraError` if it is not installed."""
-    return require("matplotlib", "the learning curve")
+def require_matplotlib(purpose: str = "the learning curve", command: str = "train") -> ModuleType:
+    """matplotlib, for ``command``'s ``purpose`` (the learning curve of ``train`` by default); raises
+    :class:`MissingExtraError` naming them if it is not installed."""
+    return require("matplotlib", purpose, command=command)
 
 
 def check_extras(progress: bool, plot: bool) -> None:

@@ -1,6 +1,7 @@
 """The Q-network, the host-side copy of its weights into the target network, and its checkpoint."""
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,28 +82,79 @@ def save_q_network(q_net: QNetwork, path: str | Path) -> None:
     ms.save_checkpoint(entries, str(path))
 
 
-def load_q_network(path: str | Path) -> QNetwork:
-    """A :class:`QNetwork` with the weights of a checkpoint :func:`save_q_network` (or ``train``) wrote.
+# The checkpoint formats evaluate reads, by suffix (MindSpore picks the reader by the suffix): the .ckpt
+# train writes, and a safetensors file of the same names (it holds tensors only, never code to run).
+FORMATS = {".ckpt": "ckpt", ".safetensors": "safetensors"}
+# The most parameters an error lists of a checkpoint that is not a Q-network's.
+_LISTED = 8
 
-    The layer sizes are read from the weights' shapes.
 
-    Raises:
-        ValueError: If the file is empty, holds no Q-network weights (``layers.<i>.weight`` and
-            ``.bias``), or holds a network that does not map CartPole's 4 observations to its 2
-            actions through layers whose sizes chain (each weight ``(out, in)`` with its bias ``(out,)``).
-    """
+def _holdings(parameters: dict) -> str:
+    """What a checkpoint holds, as an error names it: its first parameters' names and shapes."""
+    if not parameters:
+        return "no parameters"
+    shown = [f"{name!r} {tuple(parameter.shape)}" for name, parameter in list(parameters.items())[:_LISTED]]
+    more = len(parameters) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "")
+
+
+def _has_safetensors_header(path: Path) -> bool:
+    """Whether ``path`` starts as a safetensors file does: a little-endian 8-byte length, then a JSON object
+    of that length (checked here: MindSpore leaves the file open when it cannot parse it)."""
+    with path.open("rb") as file:
+        length = int.from_bytes(file.read(8), "little")
+        if not 2 <= length <= path.stat().st_size - 8:
+            return False
+        try:
+            return isinstance(json.loads(file.read(length)), dict)
+        except ValueError:  # not JSON, or not UTF-8
+            return False
+
+
+def _read(path: str | Path) -> dict:
+    """The parameters of a MindSpore checkpoint, or a ValueError naming the path and what it must be."""
+    suffix = Path(path).suffix
+    if suffix not in FORMATS:
+        raise ValueError(f"For 'evaluate', the checkpoint '{path}' must be a MindSpore checkpoint ending in .ckpt "
+                         f"(as train writes dqn_cartpole.ckpt) or .safetensors, but got "
+                         f"{f'a {suffix!r} file' if suffix else 'a file without a suffix'}.")
     if Path(path).stat().st_size == 0:  # MindSpore's own message would be about 'filter_prefix'
         raise ValueError(f"For 'evaluate', the checkpoint '{path}' must hold a Q-network's weights, but the "
                          f"file is empty.")
+    if suffix == ".safetensors" and not _has_safetensors_header(Path(path)):
+        raise ValueError(f"For 'evaluate', the checkpoint '{path}' must be a MindSpore {suffix} file (train writes "
+                         f"dqn_cartpole.ckpt), but it does not start with a safetensors header (8 bytes of length, "
+                         f"then a JSON object).")
+    try:
+        return ms.load_checkpoint(str(path), format=FORMATS[suffix])
+    except (ValueError, RuntimeError) as error:  # not a checkpoint of its suffix's format: text, an image, ...
+        raise ValueError(f"For 'evaluate', the checkpoint '{path}' must be a MindSpore {suffix} file (train writes "
+                         f"dqn_cartpole.ckpt), but MindSpore could not read it: {error}") from None
+
+
+def load_q_network(path: str | Path) -> QNetwork:
+    """A :class:`QNetwork` with the weights of a checkpoint :func:`save_q_network` (or ``train``) wrote.
+
+    The layer sizes are read from the weights' shapes. The file is a ``.ckpt``, as ``train``
+    writes it, or a ``.safetensors`` file holding the same names.
+
+    Raises:
+        ValueError: If the file does not end in ``.ckpt`` or ``.safetensors``, is empty, is not a
+            checkpoint of that format, holds no Q-network weights (``layers.<i>.weight`` and
+            ``.bias``; the message names what it holds), or holds a network that does not map
+            CartPole's 4 observations to its 2 actions through layers whose sizes chain (each
+            weight ``(out, in)`` with its bias ``(out,)``).
+    """
+    parameters = _read(path)
     weights = {}
-    for name, parameter in ms.load_checkpoint(str(path)).items():
+    for name, parameter in parameters.items():
         match = _LAYER.search(name)
         if match:
             weights[match.group(1)] = parameter.asnumpy()
     layers = sorted({int(name.split(".")[1]) for name in weights})
     if not layers or any(f"layers.{i}.{part}" not in weights for i in layers for part in ("weight", "bias")):
         raise ValueError(f"For 'evaluate', the checkpoint '{path}' must hold a Q-network's weights "
-                         f"('layers.<i>.weight' and '.bias'), but got {sorted(weights) or 'none'}.")
+                         f"('layers.<i>.weight' and '.bias'), but it holds {_holdings(parameters)}.")
     shapes = [weights[f"layers.{i}.weight"].shape for i in layers]  # (out, in) per Dense layer
     _check_shapes(path, shapes, [weights[f"layers.{i}.bias"].shape for i in layers])
     q_net = QNetwork(shapes[0][1], shapes[-1][0], [shape[0] for shape in shapes[:-1]])

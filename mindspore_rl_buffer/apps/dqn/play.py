@@ -20,6 +20,8 @@ from mindspore_rl_buffer.apps.dqn.networks import QNetwork, load_q_network
 from mindspore_rl_buffer.apps.dqn.policy import FoldedGreedy
 
 FRAMES = 8
+# What needs matplotlib when evaluate draws frames, as its error names them.
+FRAMES_FEATURE = ("the strip of frames (--frames)", "evaluate")
 
 
 def evaluate_checkpoint(path: str | Path, episodes: int = 100, seed: int = 0, frames: str | Path | None = None,
@@ -27,7 +29,8 @@ def evaluate_checkpoint(path: str | Path, episodes: int = 100, seed: int = 0, fr
     """Play ``episodes`` greedy episodes of the Q-network in checkpoint ``path``; return their returns.
 
     Args:
-        path (Union[str, Path]): A checkpoint written by ``train`` (``dqn_cartpole.ckpt``).
+        path (Union[str, Path]): A checkpoint written by ``train`` (``dqn_cartpole.ckpt``), or a
+            ``.safetensors`` file of the same weights.
         episodes (int): Episodes, played in parallel. Default: ``100``.
         seed (int): Seeds the start states (``mindspore.set_seed``). Default: ``0``.
         frames (Union[str, Path]): If given, a PNG strip of frames of the first episode is
@@ -38,11 +41,12 @@ def evaluate_checkpoint(path: str | Path, episodes: int = 100, seed: int = 0, fr
         numpy.ndarray, float32, ``(episodes,)``.
 
     Raises:
-        ValueError: If the file holds no Q-network.
+        ValueError: If the file is not a ``.ckpt`` or ``.safetensors`` checkpoint, or holds no
+            CartPole Q-network (see :func:`~.networks.load_q_network`).
         MissingExtraError: If ``frames`` is given and matplotlib is not installed.
     """
     if frames is not None:
-        require_matplotlib()
+        require_matplotlib(*FRAMES_FEATURE)
     q_net = load_q_network(path)
     ms.set_seed(seed)
     loop = EvalLoop(q_net, CartPole(episodes, max_episode_steps))
@@ -77,7 +81,7 @@ def replay(q_net: QNetwork, start: np.ndarray, max_episode_steps: int = 500) -> 
 
 def draw_frames(states: np.ndarray, path: str | Path) -> None:
     """A PNG strip of :data:`FRAMES` frames spread over an episode's ``states``: the cart and its pole."""
-    matplotlib = require_matplotlib()
+    matplotlib = require_matplotlib(*FRAMES_FEATURE)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

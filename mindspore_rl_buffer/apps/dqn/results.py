@@ -12,7 +12,8 @@ class TrainResult:
     ``solved`` means a held solve: the mean greedy return reached the threshold at the
     configured number of consecutive evaluations, the last of them at ``solved_at``
     environment steps, ``solve_time`` seconds into the run (compilation and evaluations
-    included). ``wall_time`` is the whole loop's.
+    included). ``wall_time`` is the whole loop's, compilation and evaluations included, and
+    ``steps_per_second`` is ``env_steps / wall_time``: less than the training throughput alone.
     """
 
     solved: bool

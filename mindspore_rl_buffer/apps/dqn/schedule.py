@@ -16,6 +16,11 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+# At most 10**9 environment steps, from --max-steps or a config's trainer.max_steps: far beyond any
+# CartPole run (the measured solves take tens of thousands), and small enough that the schedule's
+# arithmetic stays exact; a longer budget is a typo.
+MAX_STEPS = 10**9
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -36,9 +41,22 @@ class Chunk:
     env_steps: int
 
 
+def rounded_budget(max_steps: int, num_envs: int) -> int:
+    """The environment steps a run of ``max_steps`` does: every iteration steps all ``num_envs``
+    environments, so the budget is rounded up to a multiple of ``num_envs``.
+
+    Examples:
+        >>> from mindspore_rl_buffer.apps.dqn.schedule import rounded_budget
+        >>> rounded_budget(13, 8), rounded_budget(16, 8), rounded_budget(1, 8)
+        (16, 16, 8)
+    """
+    return math.ceil(max_steps / num_envs) * num_envs
+
+
 def chunks(num_envs: int, max_steps: int, learning_starts: int, eval_starts: int, eval_interval: int,
            log_interval: int) -> Iterator[Chunk]:
-    """Cut a run of ``max_steps`` environment steps into chunks (see the module docstring).
+    """Cut a run of ``max_steps`` environment steps, rounded up to a multiple of ``num_envs`` (see
+    :func:`rounded_budget`), into chunks (see the module docstring).
 
     All arguments are positive ints but ``learning_starts`` and ``eval_starts`` (>= 0).
 

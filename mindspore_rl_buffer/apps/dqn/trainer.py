@@ -23,7 +23,7 @@ from mindspore_rl_buffer.apps.dqn.networks import save_q_network
 from mindspore_rl_buffer.apps.dqn.plotting import plot_learning_curve
 from mindspore_rl_buffer.apps.dqn.progress import progress_bar
 from mindspore_rl_buffer.apps.dqn.results import TrainResult
-from mindspore_rl_buffer.apps.dqn.schedule import chunks
+from mindspore_rl_buffer.apps.dqn.schedule import MAX_STEPS, chunks, rounded_budget
 
 __all__ = ["DQNAgent", "TrainResult", "build_agent", "train"]
 
@@ -50,11 +50,13 @@ def choose_loop(loop: str | None, buffer_kind: str, env_kind: str) -> str:
 
 
 def check_budget(max_steps: Any) -> int:
-    """``max_steps`` if it is an int > 0 (not a bool); a TypeError or ValueError naming it otherwise."""
+    """``max_steps`` if it is an int in [1, :data:`~.schedule.MAX_STEPS`] (not a bool); a TypeError or
+    ValueError naming it otherwise."""
+    expected = f"an int in [1, {MAX_STEPS}]"
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)):
-        raise TypeError(f"For 'train', the 'max_steps' must be an int > 0, but got {type(max_steps).__name__}.")
-    if max_steps < 1:
-        raise ValueError(f"For 'train', the 'max_steps' must be an int > 0 (an environment-step budget), "
+        raise TypeError(f"For 'train', the 'max_steps' must be {expected}, but got {type(max_steps).__name__}.")
+    if not 1 <= max_steps <= MAX_STEPS:
+        raise ValueError(f"For 'train', the 'max_steps' must be {expected} (an environment-step budget), "
                          f"but got {max_steps}.")
     return int(max_steps)
 
@@ -63,10 +65,17 @@ def output_folder(out_dir: str | Path, agent: DQNAgent, overwrite: bool) -> Path
     """The folder a run writes to (``rank<r>`` inside ``out_dir`` for a data-parallel rank).
 
     Raises:
+        IsADirectoryError: If it holds a folder by the name of the checkpoint or the learning curve,
+            which the run could not write (``overwrite`` or not).
         FileExistsError: If it holds an earlier run's checkpoint or learning curve and not ``overwrite``.
     """
     world_size, rank = ranks(agent.buffer)
     out = Path(out_dir) / f"rank{rank}" if world_size > 1 else Path(out_dir)
+    for name in (CHECKPOINT, CURVE):
+        if (out / name).is_dir():
+            raise IsADirectoryError(f"For 'train', the output folder '{out}' must leave the name '{name}' to the "
+                                    f"run's file, but '{out / name}' is a folder; remove it or pass another folder "
+                                    f"(--out DIR).")
     earlier = [name for name in (CHECKPOINT, CURVE) if (out / name).exists()]
     if earlier and not overwrite:
         raise FileExistsError(f"For 'train', the output folder '{out}' already holds a run ({', '.join(earlier)}); "
@@ -108,7 +117,9 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
         buffer_kind (str): ``'device'`` or ``'numpy'``, see :func:`build_agent`. Default: ``'device'``.
         env_kind (str): ``'mindspore'`` or ``'gymnasium'``, see :func:`build_agent`.
             Default: ``'mindspore'``.
-        max_steps (int): Environment-step budget, > 0; ``None`` takes ``trainer.max_steps``. Default: ``None``.
+        max_steps (int): Environment-step budget, in [1, 10**9], rounded up to a multiple of
+            ``environment.num_envs`` (every collect steps all environments); ``None`` takes
+            ``trainer.max_steps``. Default: ``None``.
         seed (int): ``None`` takes ``trainer.seed``. Default: ``None``.
         progress (bool): Show a tqdm progress bar (needs tqdm). Default: ``True``.
         stop_when_solved (bool): Stop at the held solve. Default: ``True``.
@@ -122,14 +133,16 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
 
     Raises:
         TypeError, ValueError: As :func:`build_agent` (a TransitionReplayBuffer entry needs
-            ``buffer_kind='device'`` and ``env_kind='mindspore'``), or if ``max_steps`` is not an int > 0,
-            or the loop is unknown or cannot run this variant; raised before any training.
+            ``buffer_kind='device'`` and ``env_kind='mindspore'``), or if ``max_steps`` is not an int in
+            [1, 10**9], or the loop is unknown or cannot run this variant; raised before any training.
         ImportError: As :func:`build_agent`.
         MissingExtraError: If the progress bar or the learning curve is asked for and tqdm or
             matplotlib is not installed (``pip install 'mindspore_rl_buffer[dqn]'``); raised
             before any training.
         FileExistsError: If ``out_dir`` holds an earlier run and not ``overwrite``; raised
             before any training.
+        IsADirectoryError: If ``out_dir`` holds a folder named ``dqn_cartpole.ckpt`` or
+            ``learning_curve.png``; raised before any training.
     """
     entry = check_config(config)
 
@@ -148,10 +161,11 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
     threshold, evaluations = float(get("solve_threshold")), get("solve_evaluations")
 
     result = TrainResult(False, math.nan, 0, 0, 0.0, 0.0, loop=loop)
-    bar = progress_bar(max_steps, shown=progress)
+    num_envs = setting(config, "environment", "num_envs")
+    bar = progress_bar(rounded_budget(max_steps, num_envs), shown=progress)
     seen_return, seen_episodes = 0.0, 0
     start = time.perf_counter()
-    for chunk in chunks(setting(config, "environment", "num_envs"), max_steps, get("learning_starts"),
+    for chunk in chunks(num_envs, max_steps, get("learning_starts"),
                         get("eval_starts"), get("eval_interval"), get("log_interval")):
         loss_sum = runner.run(chunk.iterations, chunk.learn)
         result.env_steps = chunk.env_steps

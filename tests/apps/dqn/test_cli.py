@@ -2,13 +2,15 @@
 and the evaluate command."""
 from __future__ import annotations
 
+import re
+
 import mindspore as ms
 import numpy as np
 import pytest
 
 from mindspore_rl_buffer.apps.dqn import cli
 from mindspore_rl_buffer.apps.dqn.networks import QNetwork, save_q_network
-from tests.apps.dqn.helpers import CONFIG
+from tests.apps.dqn.helpers import CONFIG, ROOT
 
 
 @pytest.fixture(autouse=True)
@@ -68,9 +70,17 @@ def test_the_yaml_layout_copied_from_the_python_file_gets_the_fix(tmp_path, caps
     assert "remove the 'algorithm_config:' line and un-indent what was under it" in capsys.readouterr().err
 
 
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The line train prints after a run, as the README's Quick start quotes it.
+SUMMARY = (r"\d+ environment steps, \d+ learn steps in [\d.]+ s of wall time, compilation and evaluations included "
+           r"\(\d+ environment steps/s over the whole run, (fused|host) loop\)")
+
+
 def test_the_loop_flag(tmp_path, capsys):
     assert _train(tmp_path / "host", "--max-steps", "64", "--loop", "host") == 0
-    assert "environment steps/s, host loop)" in capsys.readouterr().out
+    summary = capsys.readouterr().out.splitlines()[0]
+    assert re.fullmatch(SUMMARY.replace("(fused|host)", "host"), summary), summary
+    assert re.fullmatch(SUMMARY, re.search(r"```text\n(\d+ environment steps.*)\n```", README).group(1))
     assert _train(tmp_path / "numpy", "--max-steps", "64", "--loop", "fused", "--buffer", "numpy") == 2
     assert "the 'fused' loop needs the device buffer" in capsys.readouterr().err
 
@@ -88,13 +98,83 @@ def test_evaluate_plays_greedy_episodes_of_a_trained_checkpoint(tmp_path, capsys
     assert (tmp_path / "frames.png").stat().st_size > 1000
 
 
+def test_evaluate_of_one_episode_says_one_episode(tmp_path, capsys):
+    checkpoint = tmp_path / "q.ckpt"
+    save_q_network(QNetwork(4, 2, (16, 8)), checkpoint)
+    assert cli.main(["evaluate", "--checkpoint", str(checkpoint), "--episodes", "1"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert re.fullmatch(r"1 greedy episode: return \d+", lines[0]), lines[0]
+    assert lines[-1].startswith("mean return: ")
+
+
 def test_evaluate_refuses_what_is_not_a_trained_q_network(tmp_path, capsys):
+    from mindspore import nn
+
     assert cli.main(["evaluate", "--checkpoint", str(tmp_path / "missing.ckpt")]) == 2
     assert "not found" in capsys.readouterr().err
     other = tmp_path / "other.ckpt"
-    ms.save_checkpoint([{"name": "weight", "data": ms.Tensor(np.zeros(3, np.float32))}], str(other))
+    ms.save_checkpoint(nn.Dense(3, 2), str(other))
     assert cli.main(["evaluate", "--checkpoint", str(other)]) == 2
-    assert "must hold a Q-network's weights" in capsys.readouterr().err
+    assert f"the checkpoint '{other}' must hold a Q-network's weights ('layers.<i>.weight' and '.bias'), but it " \
+           "holds 'weight' (2, 3), 'bias' (2,)." in capsys.readouterr().err
+    many = tmp_path / "many.ckpt"
+    ms.save_checkpoint([{"name": f"p{i}", "data": ms.Tensor(np.zeros(i + 1, np.float32))} for i in range(10)],
+                       str(many))
+    assert cli.main(["evaluate", "--checkpoint", str(many)]) == 2
+    assert "but it holds 'p0' (1,), 'p1' (2,), " in (error := capsys.readouterr().err)
+    assert "'p7' (8,) and 2 more." in error and "'p8'" not in error
+
+
+@pytest.mark.parametrize("name", ["README.md", "learning_curve.png", "q", "q.pt"])
+def test_evaluate_refuses_a_file_that_is_no_mindspore_checkpoint_by_its_name(tmp_path, capsys, monkeypatch, name):
+    path = tmp_path / name
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["evaluate", "--checkpoint", str(path), "--episodes", "2"]) == 2
+    error = capsys.readouterr().err
+    got = f"a '{path.suffix}' file" if path.suffix else "a file without a suffix"
+    assert error == (f"error: For 'evaluate', the checkpoint '{path}' must be a MindSpore checkpoint ending in .ckpt "
+                     f"(as train writes dqn_cartpole.ckpt) or .safetensors, but got {got}.\n")
+
+
+@pytest.mark.parametrize(("written", "given"), [("text", "x.ckpt"), ("png", "x.ckpt"), ("text", "x.safetensors"),
+                                                ("ckpt", "x.safetensors"), ("safetensors", "x.ckpt")])
+def test_evaluate_refuses_a_checkpoint_mindspore_cannot_read_naming_it(tmp_path, capsys, written, given):
+    path = tmp_path / given
+    if written in ("ckpt", "safetensors"):  # a checkpoint renamed to the other format's suffix
+        save_q_network(QNetwork(4, 2, (8,)), tmp_path / "q.ckpt")
+        ms.save_checkpoint(list(_saved_entries(tmp_path / "q.ckpt")), str(tmp_path / "q.safetensors"),
+                           format="safetensors")
+        path.write_bytes((tmp_path / f"q.{written}").read_bytes())
+    else:
+        path.write_bytes(b"# a README\n" if written == "text" else b"\x89PNG\r\n\x1a\n" + bytes(100))
+    assert cli.main(["evaluate", "--checkpoint", str(path), "--episodes", "2"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: For 'evaluate', the checkpoint '{path}' must be a MindSpore {path.suffix} file "
+                            "(train writes dqn_cartpole.ckpt), but ")
+    assert "must same with" not in error and "Traceback" not in error
+
+
+def _saved_entries(path):
+    """The entries of a checkpoint, to write them again in another format."""
+    return ({"name": name, "data": parameter} for name, parameter in ms.load_checkpoint(str(path)).items())
+
+
+def test_evaluate_plays_a_safetensors_q_network_as_its_ckpt(tmp_path, capsys):
+    save_q_network(QNetwork(4, 2, (16, 8)), tmp_path / "q.ckpt")
+    ms.save_checkpoint(list(_saved_entries(tmp_path / "q.ckpt")), str(tmp_path / "q.safetensors"),
+                       format="safetensors")
+    outputs = []
+    for name in ("q.ckpt", "q.safetensors"):
+        assert cli.main(["evaluate", "--checkpoint", str(tmp_path / name), "--episodes", "3"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and outputs[0].startswith("3 greedy episodes: returns from ")
+
+
+def test_evaluate_of_a_path_that_is_not_a_regular_file_does_not_say_not_found(capsys, monkeypatch):
+    error = _refused_before_training(capsys, monkeypatch, ["evaluate", "--checkpoint", "/dev/null"])
+    assert error == ("error: checkpoint '/dev/null' must be a regular file, as train writes "
+                     "runs/dqn/dqn_cartpole.ckpt, but it is a special file (a device or a pipe)\n")
 
 
 def test_a_saved_q_network_loads_with_its_layer_sizes(tmp_path):
@@ -201,6 +281,10 @@ def test_a_frames_path_that_cannot_be_written_is_refused_before_playing(tmp_path
     error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(tmp_path / "nodir" / "f.png")])
     assert f"--frames '{tmp_path / 'nodir' / 'f.png'}' cannot be written: folder '{tmp_path / 'nodir'}' does " \
            "not exist" in error
+    for under_a_file in (checkpoint / "f.png", checkpoint / "sub" / "f.png"):
+        error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(under_a_file)])
+        assert f"--frames '{under_a_file}' cannot be written: '{checkpoint}' is a file, not a folder" in error
+        assert "does not exist" not in error
     monkeypatch.setattr(cli.os, "access", lambda path, mode: False)
     error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(tmp_path / "f.png")])
     assert f"--frames '{tmp_path / 'f.png'}' cannot be written: it or its folder is not writable" in error
@@ -261,3 +345,82 @@ def test_evaluate_refuses_an_empty_checkpoint_naming_it(tmp_path, capsys):
     assert f"error: For 'evaluate', the checkpoint '{checkpoint}' must hold a Q-network's weights, but the file is " \
            "empty." in err
     assert "prefix" not in err
+
+
+SHIPPED_CONFIGS = sorted(path.name for path in (ROOT / "configs").iterdir() if path.suffix in (".py", ".yaml")
+                         and not path.name.startswith("_"))
+
+
+class TrainCalledError(Exception):
+    """Raised in place of training, with the config train was given."""
+
+
+def _config_given_to_train(monkeypatch, argv: list[str]) -> dict:
+    """Run the command line up to training; return the config it would train from."""
+    from mindspore_rl_buffer.apps.dqn import trainer
+
+    def record(config, *args, **kwargs):
+        raise TrainCalledError(config)
+
+    monkeypatch.setattr(trainer, "train", record)
+    with pytest.raises(TrainCalledError) as trained:
+        cli.main(argv)
+    return trained.value.args[0]
+
+
+@pytest.mark.parametrize("name", SHIPPED_CONFIGS)
+def test_every_shipped_config_is_found_outside_the_repository(tmp_path, monkeypatch, name):
+    from mindspore_rl_buffer import load_config
+
+    monkeypatch.chdir(tmp_path)
+    config = _config_given_to_train(monkeypatch, ["train", "--config", f"configs/{name}", "--out",
+                                                  str(tmp_path / "run"), "--no-progress"])
+    assert config == load_config(ROOT / "configs" / name)
+
+
+def test_a_config_that_is_not_shipped_is_not_found_and_the_shipped_ones_are_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    error = _refused_before_training(capsys, monkeypatch, ["train", "--config", "configs/dqn_other.yaml"])
+    assert "config file 'configs/dqn_other.yaml' not found" in error
+    assert all(f"configs/{name}" in error for name in SHIPPED_CONFIGS)
+
+
+@pytest.mark.parametrize("name", ["dqn_cartpole.ckpt", "learning_curve.png"])
+@pytest.mark.parametrize("overwrite", [False, True], ids=["keep", "overwrite"])
+def test_a_folder_by_the_name_of_an_output_file_is_refused_before_training(tmp_path, capsys, monkeypatch, name,
+                                                                           overwrite):
+    from mindspore_rl_buffer.apps.dqn import trainer
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("trained before the output folder was checked")
+
+    monkeypatch.setattr(trainer, "chunks", must_not_run)
+    (tmp_path / "run" / name).mkdir(parents=True)
+    assert _train(tmp_path / "run", "--max-steps", "64", *(["--overwrite"] if overwrite else [])) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: For 'train', the output folder '{tmp_path / 'run'}' must leave the name "
+                            f"'{name}' to the run's file, but '{tmp_path / 'run' / name}' is a folder")
+    assert "Traceback" not in error
+    assert [path.name for path in (tmp_path / "run").iterdir()] == [name]
+
+
+@pytest.mark.parametrize(("budget", "rounded"), [("1", 8), ("13", 16), ("999", 1000)])
+def test_a_budget_that_is_not_a_multiple_of_the_environments_is_rounded_up_with_a_note(tmp_path, capsys,
+                                                                                    monkeypatch, budget, rounded):
+    argv = ["train", "--config", str(CONFIG), "--out", str(tmp_path / "run"), "--no-progress"]
+    _config_given_to_train(monkeypatch, [*argv, "--max-steps", budget])
+    assert capsys.readouterr().err == (f"note: --max-steps {budget} is rounded up to {rounded} environment steps, a "
+                                       f"multiple of the 8 environments (environment.num_envs): every collect steps "
+                                       f"all of them\n")
+    _config_given_to_train(monkeypatch, [*argv, "--max-steps", str(rounded)])
+    _config_given_to_train(monkeypatch, argv)  # the shipped 150,000 steps
+    assert capsys.readouterr().err == ""
+
+
+def test_a_config_budget_that_is_not_a_multiple_is_named_in_the_note(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "odd.yaml"
+    path.write_text((ROOT / "configs" / "dqn.yaml").read_text().replace("max_steps: 150000", "max_steps: 150001"))
+    _config_given_to_train(monkeypatch, ["train", "--config", str(path), "--out", str(tmp_path / "run"),
+                                         "--no-progress"])
+    assert "note: the config's trainer.max_steps 150001 is rounded up to 150008 environment steps" \
+        in capsys.readouterr().err

@@ -160,7 +160,8 @@ def test_every_missing_setting_is_named_before_anything_is_built():
 
 
 @pytest.mark.parametrize(("section", "key", "value", "kind"), [
-    ("trainer", "max_steps", 0, "an int > 0"), ("trainer", "max_steps", -5, "an int > 0"),
+    ("trainer", "max_steps", 0, r"an int in \[1, 1000000000\] \(environment steps\)"),
+    ("trainer", "max_steps", -5, r"an int in \[1, 1000000000\] \(environment steps\)"),
     ("trainer", "eval_interval", 2.5, "an int > 0"), ("trainer", "learning_starts", True, "an int >= 0"),
     ("learner", "learning_rate", "fast", "a finite number > 0"), ("learner", "double_dqn", 1, "a bool")])
 def test_a_setting_of_the_wrong_kind_is_named(section, key, value, kind):
@@ -187,7 +188,9 @@ def test_a_setting_of_the_wrong_kind_is_named(section, key, value, kind):
     ("environment", "max_episode_steps", 2**31, r"an int in \[1, 2\*\*31\)"),
     ("trainer", "eval_episodes", 1e9, r"an int in \[1, 100000\]"),
     ("trainer", "eval_episodes", 100_001, r"an int in \[1, 100000\]"),
-    ("trainer", "seed", 2**31, r"an int in \[0, 2\*\*31\)")])
+    ("trainer", "seed", 2**31, r"an int in \[0, 2\*\*31\)"),
+    ("trainer", "max_steps", 10**9 + 1, r"an int in \[1, 1000000000\]"),
+    ("trainer", "max_steps", 10**14, r"an int in \[1, 1000000000\]")])
 def test_a_setting_out_of_its_range_is_refused_before_anything_is_built(section, key, value, expected):
     config = small_config()
     config[section][key] = value
@@ -201,7 +204,7 @@ def test_a_setting_out_of_its_range_is_refused_before_anything_is_built(section,
 @pytest.mark.parametrize(("section", "key", "value"), [
     ("learner", "gamma", 0), ("learner", "gamma", 1), ("policy", "epsilon_end", 0.0), ("policy", "hidden_sizes", [1]),
     ("policy", "hidden_sizes", (16384, 3)), ("environment", "num_envs", 100_000),
-    ("trainer", "eval_episodes", 100_000)])
+    ("trainer", "eval_episodes", 100_000), ("trainer", "max_steps", 10**9)])
 def test_the_ends_of_a_range_are_accepted(section, key, value):
     config = small_config()
     config[section][key] = value
@@ -218,3 +221,50 @@ def test_a_sample_size_above_the_capacity_is_refused_before_anything_is_built():
         build_agent(config)
     config["replay_buffer"]["sample_size"] = 256
     assert check_config(config).sample_size == 256
+
+
+@pytest.mark.parametrize("budget", [10**9 + 1, 10**14])
+def test_a_budget_passed_to_train_has_the_bound_of_the_config_and_the_flag(monkeypatch, budget):
+    from mindspore_rl_buffer.apps.dqn import trainer
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("built before the budget was checked")
+
+    monkeypatch.setattr(trainer, "build_agent", must_not_run)
+    with pytest.raises(ValueError, match=rf"the 'max_steps' must be an int in \[1, 1000000000\] \(an "
+                                         rf"environment-step budget\), but got {budget}\."):
+        train(small_config(), max_steps=budget, progress=False)
+
+
+@pytest.mark.parametrize(("where", "value", "spelling"), [
+    ("learner.learning_rate", "1e-3", "1.0e-3"), ("trainer.max_steps", "1e5", "100000 (or 1.0e+5 for a float)"),
+    ("policy.hidden_sizes", [128, "1e2"], "100 (or 1.0e+2 for a float)"),
+    ("replay_buffer.capacity", "1e5", "100000 (or 1.0e+5 for a float)"),
+    ("replay_buffer.params.capacity", "1e5", "100000 (or 1.0e+5 for a float)")])
+def test_text_that_spells_a_number_is_refused_naming_the_key_and_how_to_write_it(where, value, spelling):
+    """As ``yaml.safe_load`` reads a plain ``1e-3`` (load_config refuses such a file itself)."""
+    config = _nested(small_config()) if ".params." in where else small_config()
+    *sections, key = where.split(".")
+    parent = config
+    for section in sections:
+        parent = parent[section]
+    parent[key] = value
+    text = value[1] if isinstance(value, list) else value
+    name = f"{where}[1]" if isinstance(value, list) else where
+    with pytest.raises(ValueError, match=rf"^For 'train', the '{re.escape(name)}' must be a number, but got the text "
+                                         rf"'{text}': YAML 1\.1 \(PyYAML\) reads {text} as text, not a number; write "
+                                         rf"{re.escape(spelling)}\.$"):
+        check_config(config)
+
+
+def test_train_with_a_yaml_file_of_1e_3_says_how_to_write_it(tmp_path, capsys):
+    from mindspore_rl_buffer.apps.dqn import cli
+
+    path = tmp_path / "lr.yaml"
+    path.write_text(YAML.read_text().replace("learning_rate: 0.002", "learning_rate: 2e-3"))
+    assert "learning_rate: 2e-3" in path.read_text()
+    assert cli.main(["train", "--config", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: For 'load_config', the key 'learning_rate' in '{path}' (line ")
+    assert "but got 2e-3, which it reads as text: write 2.0e-3" in error
+    assert not (tmp_path / "run").exists()

@@ -54,3 +54,19 @@ def test_plotting_without_matplotlib_is_a_clear_error(monkeypatch, tmp_path):
         plot_learning_curve(TrainResult(False, 0.0, 0, 0, 0.0, 0.0), tmp_path / "curve.png")
     assert not (tmp_path / "curve.png").exists()
     assert issubclass(MissingExtraError, ImportError)
+
+
+def test_evaluate_frames_without_matplotlib_names_evaluate_and_its_frames(monkeypatch, capsys, tmp_path):
+    from mindspore_rl_buffer.apps.dqn.networks import QNetwork, save_q_network
+
+    checkpoint = tmp_path / "q.ckpt"
+    save_q_network(QNetwork(4, 2, (8,)), checkpoint)
+    _without(monkeypatch, "matplotlib")
+    status = cli.main(["evaluate", "--checkpoint", str(checkpoint), "--episodes", "2",
+                       "--frames", str(tmp_path / "frames.png")])
+    assert status == 2
+    error = capsys.readouterr().err
+    assert f"For 'evaluate', the strip of frames (--frames) needs matplotlib, which is not installed: {INSTALL}" \
+        in error
+    assert "'train'" not in error and "learning curve" not in error
+    assert not (tmp_path / "frames.png").exists()

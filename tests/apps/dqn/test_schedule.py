@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-from mindspore_rl_buffer.apps.dqn.schedule import chunks
+from mindspore_rl_buffer.apps.dqn.schedule import chunks, rounded_budget
 
 
 def reference(num_envs, max_steps, learning_starts, eval_starts, eval_interval, log_interval):
@@ -51,6 +51,7 @@ def test_chunks_log_learn_and_evaluate_where_the_loop_does(num_envs, max_steps, 
     assert [chunk.env_steps for chunk in found] == [sum(c.iterations for c in found[:i + 1]) * num_envs
                                                      for i in range(len(found))]
     assert all(chunk.iterations <= log_interval for chunk in found)
+    assert found[-1].env_steps == rounded_budget(max_steps, num_envs) >= max_steps
 
 
 def test_the_shipped_schedule_launches_at_most_log_interval_iterations():
