@@ -13,7 +13,7 @@ from mindspore_rl_buffer.contracts import ring_contract
 from mindspore_rl_buffer.host_ring import NumpyRing
 from mindspore_rl_buffer.nest import FlatSpec
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
-from mindspore_rl_buffer.specs import TensorSpec, numpy_dtype
+from mindspore_rl_buffer.specs import TensorSpec, check_batch_bytes, numpy_dtype
 from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI, add_counter_contract, item_ids
 
 
@@ -152,6 +152,7 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
         check_sample_args(op, sample_batch_size, num_steps, time_stacked)
         picks = 1 if sample_batch_size is None else sample_batch_size
         steps = 1 if num_steps is None else num_steps
+        check_batch_bytes(op, "sample_batch_size * num_steps", picks * steps, self._flat.specs)
         with self._lock:
             check_stored(op, num_steps, self._ring.count, self._capacity)
             rows = self._ring.window_rows(self._rng, picks, steps)

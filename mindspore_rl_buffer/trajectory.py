@@ -32,6 +32,7 @@ from mindspore_rl_buffer.nest import FlatSpec, leaf_at
 from mindspore_rl_buffer.ops import ring
 from mindspore_rl_buffer.ops._common import STREAM_SEGMENTS, owned_seed, uniform_int
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
+from mindspore_rl_buffer.specs import check_batch_bytes
 from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI, add_counter_contract, item_ids
 
 
@@ -45,6 +46,8 @@ def _host_get_next(self: TrajectoryReplayBuffer, sample_batch_size: Any = None, 
     op = "get_next"
     check_sample_args(op, sample_batch_size, num_steps, time_stacked)
     check_stored(op, num_steps, int(self.storage.count), self._max_length)
+    check_batch_bytes(op, "sample_batch_size * num_steps", (sample_batch_size or 1) * (num_steps or 1),
+                      self._flat.specs)
 
     def restore(outputs: Any) -> Any:
         items, info = outputs

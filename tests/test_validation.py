@@ -135,6 +135,19 @@ def _buffers():
 BIG = np.float32(3e38)
 
 
+def _filled_tf_agents(kind):
+    """A TF-Agents buffer holding one (1024, 1024) float32 item (4 MiB)."""
+    from mindspore_rl_buffer import PyUniformReplayBuffer, TensorSpec, TrajectoryReplayBuffer
+
+    spec = {"frame": TensorSpec([1024, 1024], ms.float32)}
+    if kind == "device":
+        buffer = TrajectoryReplayBuffer(spec, batch_size=1, max_length=2)
+    else:
+        buffer = PyUniformReplayBuffer(spec, 2)
+    buffer.add_batch({"frame": np.zeros((1, 1024, 1024), F32)})
+    return buffer
+
+
 def named(names):
     from mindspore_rl_buffer import ReplayBuffer
     from tests.helpers import MS_DTYPES, SHAPES
@@ -276,6 +289,9 @@ def test_a_tiny_priority_exponent_caps_priorities_at_the_float_ceiling_instead_o
     (lambda: __import__("mindspore_rl_buffer").TransitionReplayBuffer(
         2, 64, [(84, 84), (), (), (), ()], ["uint8", "int32", "float32", "uint8", "uint8"], stack_size=4).sample(2**27),
      r"For 'sample', 'batch_size' must be small enough"),
+    *((lambda kind=kind: _filled_tf_agents(kind).get_next(sample_batch_size=2**30),
+       r"'sample_batch_size \* num_steps' must be small enough that its items of column '.*' take at most "
+       r"1099511627776 bytes \(1 TiB\), but got 1073741824: 4503599627370496 bytes") for kind in ("device", "numpy")),
     # A str or a dict of names would be taken apart silently.
     (lambda: named("sar"), r"'names' must be a list of str, but got str"),
     (lambda: named({"state": 0, "action": 1, "reward": 2}), r"'names' must be a list of str, but got dict"),
