@@ -12,6 +12,7 @@ lists what is the same and what differs, and why.
 """
 from __future__ import annotations
 
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,6 +72,19 @@ class UniformReplayBuffer(ReplayBuffer):
                 raise TypeError(f"For '{op}', the argument '{arg}' is required, but it was not given.")
         super().__init__(sample_size, capacity, shapes, check_types(op, types, dtypes), ordered=ordered,
                          replace=replace, seed=seed, names=names)
+
+    @property
+    def buffer_sample(self) -> Any:
+        """What MindSpore Reinforcement's algorithms read of its ``BufferSample`` primitive: its
+        ``batch_size`` (GAIL sizes its discriminator's targets by it). Sample with :meth:`sample`."""
+        return types.SimpleNamespace(batch_size=self.sample_size)
+
+    def buffer_append(self, buffer: Any, exp: Any, count: Any, head: Any) -> Any:
+        """MindSpore Reinforcement's ``BufferAppend`` primitive as its buffers called it on their
+        own state, ``self.buffer_append(self.buffer, exp, self.count, self.head)`` (MAPPO's
+        buffer subclass does): inserts ``exp``, as :meth:`insert`. Only this buffer's own
+        ``buffer``, ``count`` and ``head`` may be passed; they are not read."""
+        return self.insert(exp)
 
     @property
     def buffer(self):

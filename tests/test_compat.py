@@ -303,3 +303,50 @@ def test_a_user_buffer_class_in_a_config_entry_is_built_as_mindspore_rl_built_it
         create_buffer({**entry, "type": int})
     with pytest.raises(ValueError, match=r"but got UniformReplayBufer; did you mean UniformReplayBuffer\?"):
         create_buffer({**entry, "type": "UniformReplayBufer"})
+
+
+class _MappoBuffer(UniformReplayBuffer):
+    """mindspore_rl's MAPPOReplayBuffer, verbatim but for the import: appends through its BufferAppend."""
+
+    def __init__(self, sample_size, capacity, shapes, types):
+        super().__init__(sample_size, capacity, shapes, types)
+
+    def construct(self, exp, command):
+        if command:
+            self.buffer_append(self.buffer, exp, self.count, self.head)
+        return self.buffer
+
+
+class _MappoTrainer(nn.Cell):
+    """Its trainer's calls: append to the local and global buffers, then read both whole and join them."""
+
+    def __init__(self, local, glob):
+        super().__init__()
+        self.local, self.glob = local, glob
+        self.true, self.false = Tensor(True, mstype.bool_), Tensor(False, mstype.bool_)
+
+    def construct(self, obs, reward):
+        self.local([obs, reward], self.true)
+        self.glob([obs], self.true)
+        global_obs_exp = self.glob((obs,), self.false)
+        buffer = self.local((obs, reward), self.false)
+        new_buffer = buffer + global_obs_exp
+        return new_buffer[0], new_buffer[2], buffer[-1]
+
+
+def test_mappo_s_buffer_subclass_and_gail_s_sample_size_read_run_unchanged():
+    context.set_context(mode=context.GRAPH_MODE)
+    local = _MappoBuffer(1, 4, [(3,), (1,)], [mstype.float32, mstype.float32])
+    glob = _MappoBuffer(1, 4, [(3,)], [mstype.float32])
+    trainer = _MappoTrainer(local, glob)
+    for step in range(5):  # a wrap: capacity 4
+        local_obs, global_obs, rewards = (x.asnumpy() for x in trainer(Tensor(np.full(3, step, np.float32)),
+                                                                        Tensor(np.full(1, step, np.float32))))
+    want = np.array([4, 1, 2, 3], np.float32)  # physical rows after the wrap
+    np.testing.assert_array_equal(local_obs[:, 0], want)
+    np.testing.assert_array_equal(global_obs[:, 0], want)
+    np.testing.assert_array_equal(rewards[:, 0], want)
+    assert (int(local.size()), int(glob.size())) == (4, 4)
+    # GAIL sizes its discriminator's targets by the BufferSample primitive's batch_size.
+    assert local.buffer_sample.batch_size == 1
+    assert UniformReplayBuffer(32, 64, [(2,)], [mstype.float32]).buffer_sample.batch_size == 32
