@@ -48,7 +48,8 @@ def _window_constants(stack_size, n_step, gamma, which):
         return Tensor(np.where(forward, s, j < s - 1).astype(np.float32))
     if which == "terminal_weights":
         return Tensor((forward * float((n + 1) * s)).astype(np.float32))
-    return Tensor(np.where(forward, np.power(float(gamma), j - s), 0.0).astype(np.float32))
+    # gamma ** k over the window's forward columns only: 0.0 ** -k elsewhere would warn of a division by zero.
+    return Tensor(np.where(forward, np.power(float(gamma), np.maximum(j - s, 0)), 0.0).astype(np.float32))
 
 
 @ops.constexpr

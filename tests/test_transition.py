@@ -470,3 +470,15 @@ def test_a_config_entry_builds_it_flat_or_nested_with_its_settings():
         create_buffer({**entry, "n_step": 0})
     with pytest.raises(ValueError, match="does not apply to TransitionReplayBuffer"):
         create_buffer({**entry, "alpha": 0.6})
+
+
+def test_gamma_zero_returns_the_first_reward_and_no_bootstrap_without_a_warning():
+    # numpy warned of a division by zero (0.0 ** -k in columns the window then discards); warnings are errors here.
+    rb = TransitionReplayBuffer(4, 16, [(2,), (), (), (), ()], ["float32", "int32", "float32", "uint8", "uint8"],
+                                stack_size=2, n_step=3, gamma=0.0)
+    flags = np.zeros((8, 1), np.uint8)
+    rb.insert([np.zeros((8, 1, 2), np.float32), np.zeros((8, 1), np.int32),
+               np.arange(1, 9, dtype=np.float32).reshape(8, 1), flags, flags])
+    _, _, reward, _, discount = rb.sample()
+    starts = reward.asnumpy()
+    assert set(starts.tolist()) <= {3.0, 4.0, 5.0} and (discount.asnumpy() == 0).all()
