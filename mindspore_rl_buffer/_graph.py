@@ -23,6 +23,8 @@ Tensor arguments, and lists or tuples of tensors, are passed to the twin flat.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import sys
 import threading
@@ -210,6 +212,25 @@ def launch(buffer: Any, body: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     return twin(*flat)
 
 
+# A method's signature, read once: a direct call of a method without a host check binds to it.
+_signature = functools.cache(inspect.signature)
+
+
+def _bound(body: Callable[..., Any], buffer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """The arguments of a direct call of the method ``body`` defines, by position; a ``TypeError`` naming
+    the method (not the helper that was called) if they do not bind to it, its ``check`` aside."""
+    signature = _signature(body)
+    try:
+        bound = signature.bind(buffer, *args, **kwargs)
+        if bound.kwargs:  # `check`: the direct path checks on the host, always
+            raise TypeError(f"got an unexpected keyword argument {next(iter(bound.kwargs))!r}")
+    except TypeError as error:
+        public = [parameter for name, parameter in signature.parameters.items() if name not in ("self", "check")]
+        name = body.__name__.lstrip("_")
+        raise TypeError(f"For '{name}', {error} (the call is {name}{signature.replace(parameters=public)}).") from None
+    return bound.args[1:]
+
+
 def buffer_method(host: Callable[..., Any] | None = None, *, returns_self: bool = False) -> Callable[..., Any]:
     """Make a buffer method from its graph body and its host check (see the module docstring).
 
@@ -242,7 +263,12 @@ def buffer_method(host: Callable[..., Any] | None = None, *, returns_self: bool 
                 raise RuntimeError(f"For '{body.__name__.lstrip('_')}', the buffer was destroyed: destroy() "
                                    f"emptied it and released its compiled graphs; build a new buffer.")
             with DIRECT_CALLS:
-                plan = host(self, *args, **kwargs) if host is not None else Launch(*args)
+                try:
+                    plan = Launch(*_bound(body, self, args, kwargs)) if host is None else host(self, *args, **kwargs)
+                except TypeError as error:
+                    if error.__traceback__.tb_next is None:  # the arguments did not bind to the host check
+                        _bound(body, self, args, kwargs)
+                    raise
                 if not isinstance(plan, Launch):
                     return plan
                 outputs = launch(self, body, plan.args)

@@ -356,3 +356,30 @@ def test_the_tf_agents_buffers_check_their_seed_under_their_own_name(build):
         build(2**31)
     with pytest.raises(TypeError, match=rf"For '({name})', 'seed' must be an int, but got str"):
         build("x")
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda b: b["priority"].sample(),
+     r"^For 'sample', missing a required argument: 'beta' \(the call is sample\(beta\)\)"),
+    (lambda b: b["priority"].sample(0.4, 0.5),
+     r"^For 'sample', too many positional arguments \(the call is sample\(beta\)"),
+    (lambda b: b["priority"].update_priorities(np.array([0])),
+     r"^For 'update_priorities', missing a required argument: 'priorities' \(the call is update_priorities\("),
+    (lambda b: b["replay"].get_item(), r"^For 'get_item', missing a required argument: 'index'"),
+    # Methods without a host check: their arguments went to the compiled graph, or were dropped.
+    (lambda b: b["replay"].size(3), r"^For 'size', too many positional arguments \(the call is size\(\)\)"),
+    (lambda b: b["replay"].reset(check=False), r"^For 'reset', got an unexpected keyword argument 'check'"),
+])
+def test_a_call_with_missing_or_extra_arguments_names_the_method_and_changes_nothing(call, message):
+    from mindspore_rl_buffer import PriorityReplayBuffer
+
+    buffers = {"replay": make(), "priority": PriorityReplayBuffer(0.6, 8, 2, [()], ["float32"])}
+    buffers["replay"].insert(encoded_batch(0, 3))
+    buffers["priority"].insert([np.arange(3, dtype=F32)])
+    before = {name: state_of(buffer) if name == "replay" else [p.asnumpy().copy() for p in buffer.get_parameters()]
+              for name, buffer in buffers.items()}
+    with pytest.raises(TypeError, match=message):
+        call(buffers)
+    assert state_of(buffers["replay"])[1:] == before["replay"][1:]
+    for got, want in zip(buffers["priority"].get_parameters(), before["priority"]):
+        np.testing.assert_array_equal(got.asnumpy(), want)
