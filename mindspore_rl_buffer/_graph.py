@@ -231,6 +231,22 @@ def _bound(body: Callable[..., Any], buffer: Any, args: tuple[Any, ...], kwargs:
     return bound.args[1:]
 
 
+def _plan(body: Callable[..., Any], host: Callable[..., Any] | None, buffer: Any, args: tuple[Any, ...],
+          kwargs: dict[str, Any]) -> Any:
+    """What a direct call of ``body``'s method runs: its host check's plan, or a launch of its arguments.
+
+    A function of its own: MindSpore's graph parser, which reads the method, refuses a ``try``.
+    """
+    if host is None:
+        return Launch(*_bound(body, buffer, args, kwargs))
+    try:
+        return host(buffer, *args, **kwargs)
+    except TypeError as error:
+        if error.__traceback__.tb_next is None:  # the arguments did not bind to the host check
+            _bound(body, buffer, args, kwargs)
+        raise
+
+
 def buffer_method(host: Callable[..., Any] | None = None, *, returns_self: bool = False) -> Callable[..., Any]:
     """Make a buffer method from its graph body and its host check (see the module docstring).
 
@@ -263,12 +279,7 @@ def buffer_method(host: Callable[..., Any] | None = None, *, returns_self: bool 
                 raise RuntimeError(f"For '{body.__name__.lstrip('_')}', the buffer was destroyed: destroy() "
                                    f"emptied it and released its compiled graphs; build a new buffer.")
             with DIRECT_CALLS:
-                try:
-                    plan = Launch(*_bound(body, self, args, kwargs)) if host is None else host(self, *args, **kwargs)
-                except TypeError as error:
-                    if error.__traceback__.tb_next is None:  # the arguments did not bind to the host check
-                        _bound(body, self, args, kwargs)
-                    raise
+                plan = _plan(body, host, self, args, kwargs)
                 if not isinstance(plan, Launch):
                     return plan
                 outputs = launch(self, body, plan.args)
