@@ -237,9 +237,18 @@ def create_buffer(spec: Mapping[str, Any], env: Any = None, *, done: bool = Fals
     """
     if isinstance(spec, Mapping) and spec.get(_MULTI):
         # Every entry is validated before any buffer is built.
-        arguments = {name: buffer_arguments(entry, env, done) for name, entry in spec.items() if name != _MULTI}
+        arguments = {name: _entry_arguments(name, entry, env, done) for name, entry in spec.items() if name != _MULTI}
         return {name: _build(*entry) for name, entry in arguments.items()}
     return _build(*buffer_arguments(spec, env, done))
+
+
+def _entry_arguments(name: str, entry: Any, env: Any, done: bool) -> tuple[type, int, dict[str, Any]]:
+    """:func:`buffer_arguments` of the entry ``name`` of a multi-type config; its errors name the entry."""
+    try:
+        return buffer_arguments(entry, env, done)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{str(error).rstrip('.')} (in the entry {name!r} of the multi_type_replaybuffer "
+                          f"config).") from None
 
 
 def _build(cls: type, number: int, kwargs: dict[str, Any]) -> Any:
@@ -339,6 +348,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
             file and the error's type and message).
     """
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"For 'load_config', the config file '{path}' is a folder, not a file.")
     if not path.is_file():
         raise FileNotFoundError(f"For 'load_config', no config file at '{path}'.")
     suffix = path.suffix.lower()
@@ -354,7 +365,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
                 raise ValueError(f"In '{path}': unknown {where} {error.name}"
                                  f"{_errors.did_you_mean(error.name, DTYPES)}") from error
             raise _run_error(path, error) from error
-        except Exception as error:  # the file's own error (a missing module, a raise), named with the file
+        except (Exception, SystemExit) as error:  # the file's own error (a missing module, a raise, an exit)
             raise _run_error(path, error) from error
         config = namespace.get("algorithm_config")
     elif suffix in (".yaml", ".yml"):
@@ -364,10 +375,16 @@ def load_config(path: str | Path) -> dict[str, Any]:
             config = load_yaml(_read_text(path), path)
         except yaml.YAMLError as error:  # a truncated or malformed file: name it, and where it breaks
             raise ValueError(f"For 'load_config', '{path}' must be valid YAML, but: {error}") from None
+        except ValueError as error:  # Python's own (an int of 5,000 digits) does not name the file; ours do
+            if str(path) in str(error):
+                raise
+            raise ValueError(f"For 'load_config', '{path}' could not be read: {error}") from None
     elif suffix == ".json":
         try:
             config = json.loads(_read_text(path), object_pairs_hook=functools.partial(_unique_json_keys, path))
-        except json.JSONDecodeError as error:
+        except ValueError as error:  # not JSON (JSONDecodeError), or Python's own limit (an int of 5,000 digits)
+            if str(path) in str(error):  # a key given twice: named already
+                raise
             raise ValueError(f"For 'load_config', '{path}' must be valid JSON, but: {error}") from None
     else:
         raise ValueError(f"For 'load_config', the config file must end in .py, .yaml, .yml or .json, "

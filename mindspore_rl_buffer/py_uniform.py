@@ -5,6 +5,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+import mindspore as ms
 import numpy as np
 
 from mindspore_rl_buffer._validation import check_capacity, check_sample_args, check_seed, check_stored
@@ -33,7 +34,9 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
     Args:
         data_spec: A :class:`TensorSpec` or any nest of them.
         capacity (int): Items the buffer holds; the oldest are overwritten beyond it.
-        seed (int): Seed of the numpy random generator. Default: ``None``.
+        seed (int): Seed of the numpy random generator, in ``[0, 2**31)``; ``None`` takes
+            ``mindspore.set_seed``'s seed if one is set when the buffer is built, else fresh
+            entropy. Default: ``None``.
 
     Raises:
         TypeError: If a leaf of ``data_spec`` is not a TensorSpec or ``capacity`` is not an int.
@@ -71,7 +74,8 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
         self._ring = NumpyRing(self._capacity, [spec.shape for spec in self._flat.specs],
                                [numpy_dtype(spec.dtype) for spec in self._flat.specs])
         self._seed = check_seed(type(self).__name__, seed)
-        self._rng = np.random.default_rng(self._seed)
+        # No seed: mindspore.set_seed's, if one is set (as the device buffers' draws follow it).
+        self._rng = np.random.default_rng(self._seed if self._seed is not None else ms.get_seed())
         self._lock = threading.RLock()
         self._added = 0  # items added since construction or the last clear: the next item's id
 

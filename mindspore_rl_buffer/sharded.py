@@ -27,6 +27,7 @@ from mindspore_rl_buffer._validation import (
     check_ordered_graph,
     check_size,
     check_transition,
+    transition_of,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, load_checkpoint, save_checkpoint, spec_record
 from mindspore_rl_buffer.ops import sharded as sharded_ops
@@ -90,8 +91,9 @@ def _saved_world_sizes(path: str | os.PathLike) -> set[int]:
     return {int(match.group(1)) for name in os.listdir(stem.parent) if (match := pattern.fullmatch(name))}
 
 
-def _host_insert(self: ShardedReplayBuffer, transition: Any) -> Launch | None:
+def _host_insert(self: ShardedReplayBuffer, *columns: Any) -> Launch | None:
     storage = self.storage
+    transition = transition_of("insert", storage.names, columns)
     tensors, batch_size = check_transition("insert", storage.names, storage.shapes, storage.dtypes, transition)
     return Launch(tensors) if batch_size else None
 
@@ -258,14 +260,14 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         return self.storage.writer(batch_size)
 
     @buffer_method(_host_insert, returns_self=True)
-    def insert(self, transition, *, check=True):
+    def insert(self, *columns, check=True):
         """Append one transition or a batch of them to this rank's shard; no communication.
 
         Inside a ``construct`` write ``_ = self.buffer.insert(...)`` (see
         :meth:`ReplayBuffer.insert`).
 
         Args:
-            transition (Union[list[Tensor], tuple[Tensor]]): As :meth:`ReplayBuffer.insert`.
+            columns (Union[list[Tensor], tuple[Tensor], Tensor]): As :meth:`ReplayBuffer.insert`.
 
         Returns:
             None when called directly; the buffer itself inside a graph.
@@ -275,8 +277,12 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
             ValueError: If the number of columns, a shape or a dtype does not match; the
                 shard is left unchanged.
         """
-        _ = self.storage.insert(transition)
+        _ = self.storage.insert(transition_of("insert", self.storage.names, columns))
         return self.storage.count
+
+    def push(self, *columns):
+        """:meth:`insert`, under the name MindSpore Reinforcement 0.6 gave it."""
+        return self.insert(*columns)
 
     # ------------------------------------------------------------------------- sample
     def sample(self, ordered=None):

@@ -319,3 +319,31 @@ def test_text_that_spells_a_number_stays_text_when_quoted_and_list_items_are_che
     with pytest.raises(ValueError, match=r"item 1 of a list in .* \(line 3\) must be a number .* but got 1e2, which "
                                          r"it reads as text: write 100 \(or 1\.0e\+2 for a float\)"):
         load_config(path)
+
+
+def test_a_python_config_that_exits_is_refused_and_the_caller_goes_on(tmp_path):
+    (tmp_path / "exits.py").write_text("import sys\nsys.exit(3)\n")
+    with pytest.raises(ValueError, match=r"'.*exits.py' must run without error, but running it raised SystemExit: 3"):
+        load_config(tmp_path / "exits.py")  # SystemExit ended the caller's program
+
+
+@pytest.mark.parametrize("name, text", [("long.json", '{"n": %s}'), ("long.yaml", "n: %s\n")])
+def test_an_int_past_python_s_digit_limit_is_refused_naming_the_file(tmp_path, name, text):
+    (tmp_path / name).write_text(text % ("9" * 5000))
+    with pytest.raises(ValueError, match=rf"^For 'load_config', '.*{name}' .*Exceeds the limit \(4300 digits\)"):
+        load_config(tmp_path / name)
+
+
+def test_a_folder_given_as_the_config_file_is_named_a_folder(tmp_path):
+    (tmp_path / "dqn.yaml").mkdir()
+    with pytest.raises(ValueError, match=r"the config file '.*dqn.yaml' is a folder, not a file\."):
+        load_config(tmp_path / "dqn.yaml")
+
+
+def test_an_error_in_a_multi_type_config_names_its_entry():
+    entry = {"number": 1, "type": "ReplayBuffer", "capacity": 4, "data_shape": [[2]], "data_type": ["float32"]}
+    with pytest.raises(TypeError, match=r"'spec' must be a dict, but got list \(in the entry 'global' of the "
+                                        r"multi_type_replaybuffer config\)"):
+        create_buffer({"multi_type_replaybuffer": True, "local": entry, "global": [entry]})
+    with pytest.raises(ValueError, match=r"'capacity' must be an int >= 1, but got 0 \(in the entry 'local'"):
+        create_buffer({"multi_type_replaybuffer": True, "local": {**entry, "capacity": 0}, "global": entry})

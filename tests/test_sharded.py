@@ -395,3 +395,26 @@ def test_the_main_job_trains_data_parallel_on_two_ranks(tmp_path):
     assert networks[0].keys() == networks[1].keys() and networks[0]
     for name in networks[0]:
         np.testing.assert_array_equal(networks[0][name].asnumpy(), networks[1][name].asnumpy())
+
+
+class _PushesColumns(nn.Cell):
+    """``insert(state, action)`` (one tensor per column) inside a graph, as ReplayBuffer takes it."""
+
+    def __init__(self, buffer):
+        super().__init__()
+        self.buffer = buffer
+
+    def construct(self, state, step):
+        _ = self.buffer.insert(state, step)
+        return self.buffer.size()
+
+
+def test_insert_takes_one_tensor_per_column_and_push_like_a_replay_buffer():
+    buffer = ShardedReplayBuffer(2, 8, [(2,), ()], [ms.float32, ms.int32])
+    buffer.insert(np.full(2, 1.0, np.float32), np.int32(1))
+    buffer.push(np.full(2, 2.0, np.float32), np.int32(2))
+    assert int(_PushesColumns(buffer)(Tensor(np.full(2, 3.0, np.float32)), Tensor(3, ms.int32))) == 3
+    assert [int(buffer.storage.get_item(i)[1]) for i in range(3)] == [1, 2, 3]
+    with pytest.raises(TypeError, match=r"'transition' must be a list or tuple"):
+        buffer.insert(np.full(2, 4.0, np.float32))
+    assert int(buffer.size()) == 3
