@@ -20,11 +20,13 @@ import mindspore as ms
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method
 from mindspore_rl_buffer._validation import (
+    check_bool,
     check_capacity,
     check_choice,
     check_not_empty,
     check_ordered,
     check_ordered_graph,
+    check_seed,
     check_size,
     check_transition,
     transition_of,
@@ -205,11 +207,14 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         self._rank, self._world_size, self._group = rank, world_size, group
         self._capacity = capacity
         self._sampling = sampling
-        self._ordered = ordered
-        self._seed = seed
+        self._ordered = check_bool(op, "ordered", ordered)
+        self._seed = check_seed(op, seed)  # an int: a numpy integer would not go into the checkpoint's JSON
         self._draw_seed = owned_seed(self._seed)  # what the random operators take
-        self.storage = ReplayBuffer(sample_size, shard_capacities(capacity, world_size)[rank], shapes, types,
-                                    ordered=ordered, seed=seed, names=names)
+        try:
+            self.storage = ReplayBuffer(sample_size, shard_capacities(capacity, world_size)[rank], shapes, types,
+                                        ordered=ordered, seed=self._seed, names=names)
+        except (TypeError, ValueError) as error:  # its checks of the columns, under this buffer's name
+            raise type(error)(str(error).replace("For 'ReplayBuffer'", f"For '{op}'", 1)) from None
         self._sample_size = self.storage.sample_size
         if sampling == "global":
             # Refused whatever the world size, so a script that runs on a laptop runs on a cluster.
@@ -255,16 +260,14 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
 
     # ------------------------------------------------------------------------- insert
     def writer(self, batch_size: int = 32):
-        """A :class:`~mindspore_rl_buffer.writer.BufferWriter` inserting into this rank's
-        shard ``batch_size`` transitions at a time; see :meth:`ReplayBuffer.writer`."""
+        """A writer inserting into this rank's shard ``batch_size`` items at a time: :meth:`ReplayBuffer.writer`."""
         return self.storage.writer(batch_size)
 
     @buffer_method(_host_insert, returns_self=True)
     def insert(self, *columns, check=True):
         """Append one transition or a batch of them to this rank's shard; no communication.
 
-        Inside a ``construct`` write ``_ = self.buffer.insert(...)`` (see
-        :meth:`ReplayBuffer.insert`).
+        Inside a ``construct`` write ``_ = self.buffer.insert(...)`` (see :meth:`ReplayBuffer.insert`).
 
         Args:
             columns (Union[list[Tensor], tuple[Tensor], Tensor]): As :meth:`ReplayBuffer.insert`.
@@ -274,8 +277,7 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
 
         Raises:
             TypeError: If ``transition`` is not a list or tuple, or a column is not a tensor.
-            ValueError: If the number of columns, a shape or a dtype does not match; the
-                shard is left unchanged.
+            ValueError: If the number of columns, a shape or a dtype does not match; the shard is left unchanged.
         """
         _ = self.storage.insert(transition_of("insert", self.storage.names, columns))
         return self.storage.count

@@ -418,3 +418,22 @@ def test_insert_takes_one_tensor_per_column_and_push_like_a_replay_buffer():
     with pytest.raises(TypeError, match=r"'transition' must be a list or tuple"):
         buffer.insert(np.full(2, 4.0, np.float32))
     assert int(buffer.size()) == 3
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"seed": -1}, ValueError, r"^For 'ShardedReplayBuffer', 'seed' must be an int >= 0, but got -1\.$"),
+    ({"ordered": "yes"}, TypeError, r"^For 'ShardedReplayBuffer', 'ordered' must be a bool, but got str\.$"),
+    ({"names": "ab"}, TypeError, r"^For 'ShardedReplayBuffer', 'names' must be a list of str, but got str\.$"),
+    ({"names": ["a", "size"]}, ValueError, r"^For 'ShardedReplayBuffer', the column name 'size' is taken"),
+])
+def test_constructor_errors_name_the_sharded_buffer(kwargs, error, message):
+    with pytest.raises(error, match=message):  # they named the shard's ReplayBuffer
+        ShardedReplayBuffer(2, 8, [(2,), ()], [ms.float32, ms.int32], **kwargs)
+
+
+def test_a_numpy_integer_seed_is_kept_as_an_int_and_the_shard_saves(tmp_path):
+    buffer = ShardedReplayBuffer(2, 8, [(2,), ()], [ms.float32, ms.int32], seed=np.int64(5))
+    buffer.insert([np.ones((3, 2), np.float32), np.arange(3, dtype=np.int32)])
+    buffer.save(tmp_path / "b.ckpt")
+    buffer.load(tmp_path / "b.ckpt")
+    assert int(buffer.size()) == 3
