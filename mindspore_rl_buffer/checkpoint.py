@@ -308,20 +308,22 @@ def _record_problems(path: Path, name: str, ours: dict[str, Any], theirs: dict[s
     if theirs is None or theirs.get("type") != ours["type"]:
         return [f"'{path}' records no {ours['type']} at '{name}'"]
     problems = []
+    # A buffer inside the network (a shard's storage) is named: its capacity is not the network's.
+    of = "" if name in ("", ".") else f" of '{name}'"
     # Records of format 2 hold every key (checked by _upgrade); those of format 1 hold some (no
     # specs, no capacity but a shard's, no settings but a priority buffer's alpha and a shard's).
     for key in ("capacity", "specs"):
         if key in theirs and theirs[key] != ours[key]:
-            problems.append(f"the {key} in '{path}' must be {ours[key]!r} to match this buffer, "
+            problems.append(f"the {key}{of} in '{path}' must be {ours[key]!r} to match this buffer, "
                             f"but got {theirs[key]!r}")
     if "settings" in theirs:
         for key in binding:
             if key not in theirs["settings"]:
-                problems.append(f"the {key} in '{path}' must be {ours['settings'][key]!r} to match this buffer, "
+                problems.append(f"the {key}{of} in '{path}' must be {ours['settings'][key]!r} to match this buffer, "
                                 f"but the record of '{name}' has no {key}")
             elif theirs["settings"][key] != ours["settings"][key]:
-                problems.append(f"the {key} in '{path}' must be {ours['settings'][key]!r} to match this buffer, "
-                                f"but got {theirs['settings'][key]!r}")
+                problems.append(f"the {key}{of} in '{path}' must be {ours['settings'][key]!r} to match this "
+                                f"buffer, but got {theirs['settings'][key]!r}")
     return problems
 
 

@@ -172,7 +172,9 @@ def test_save_and_load_restore_the_shard_in_place_after_compilation(tmp_path):
     assert set(decode(*buffer.sample())) <= set(range(3, 10))
 
     other = make("global", capacity=8)
-    with pytest.raises(ValueError, match=r"the capacity in .* must be 8 to match this buffer, but got 7"):
+    # The shard's own capacity is named as the storage's, not as a second 'capacity' of the buffer.
+    with pytest.raises(ValueError, match=r"the capacity in .* must be 8 to match this buffer, but got 7; .*"
+                                         r"the capacity of 'storage' in .* must be 8"):
         other.load(tmp_path / "buffer.ckpt")
     with pytest.raises(FileNotFoundError, match="no checkpoint file for this rank"):
         other.load(tmp_path / "nothing.ckpt")
