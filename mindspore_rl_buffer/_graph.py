@@ -216,6 +216,12 @@ def launch(buffer: Any, body: Callable[..., Any], args: tuple[Any, ...]) -> Any:
 _signature = functools.cache(inspect.signature)
 
 
+@functools.cache
+def _takes_arguments(body: Callable[..., Any]) -> bool:
+    """Whether the method ``body`` defines takes arguments besides ``self`` and ``check``."""
+    return len(_signature(body).parameters) > 2
+
+
 def _bound(body: Callable[..., Any], buffer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
     """The arguments of a direct call of the method ``body`` defines, by position; a ``TypeError`` naming
     the method (not the helper that was called) if they do not bind to it, its ``check`` aside."""
@@ -237,8 +243,8 @@ def _plan(body: Callable[..., Any], host: Callable[..., Any] | None, buffer: Any
 
     A function of its own: MindSpore's graph parser, which reads the method, refuses a ``try``.
     """
-    if host is None:
-        return Launch(*_bound(body, buffer, args, kwargs))
+    if host is None:  # bound only when there is something to bind: size() and the like are called often
+        return Launch(*(_bound(body, buffer, args, kwargs) if args or kwargs or _takes_arguments(body) else ()))
     try:
         return host(buffer, *args, **kwargs)
     except TypeError as error:

@@ -50,6 +50,8 @@ from mindspore_rl_buffer.specs import TensorSpec, mindspore_dtype
 FORMAT = "mindspore_rl_buffer-checkpoint-2"
 FORMAT_1 = "mindspore_rl_buffer-checkpoint-1"
 RECORD = "mindspore_rl_buffer.record"
+# The name of the buffer a checkpoint is saved from or loaded into itself (not held in a network).
+ROOT = "."
 # The keys of every buffer's record in format 2: a record without one would skip its check.
 RECORD_KEYS = ("type", "capacity", "specs", "settings")
 # File formats of mindspore.save_checkpoint, by suffix. safetensors streams: saving and
@@ -139,8 +141,8 @@ def _path(op: str, path: str | os.PathLike) -> tuple[Path, str]:
 
 def _buffers(net: Any) -> dict[str, Checkpointable]:
     if isinstance(net, nn.Cell):
-        return {name or ".": cell for name, cell in net.cells_and_names() if isinstance(cell, Checkpointable)}
-    return {".": net}
+        return {name or ROOT: cell for name, cell in net.cells_and_names() if isinstance(cell, Checkpointable)}
+    return {ROOT: net}
 
 
 def _state(op: str, net: Any) -> dict[str, Any]:
@@ -188,7 +190,7 @@ def save_checkpoint(net: Any, path: str | os.PathLike) -> Path:
 
 def _labelled(name: str, record: Any) -> str:
     """A buffer's record in an error, after its name in the network (none for the buffer itself, ``'.'``)."""
-    return str(record) if name in ("", ".") else f"{name}: {record}"
+    return str(record) if name == ROOT else f"{name}: {record}"
 
 
 def write_atomically(params: list[dict[str, Any]], path: Path, file_format: str = "ckpt") -> Path:
@@ -296,7 +298,7 @@ def _upgrade_sharded_1(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dic
         tensors = {f"storage.{name}": loaded.pop(f"column/{name}") for name in names}
         tensors["storage.head"], tensors["storage.count"] = loaded.pop("head"), loaded.pop("count")
         settings = {key: meta[key] for key in ("world_size", "rank", "local_capacity")}
-        records = {".": {"type": "ShardedReplayBuffer", "capacity": meta["capacity"], "settings": settings},
+        records = {ROOT: {"type": "ShardedReplayBuffer", "capacity": meta["capacity"], "settings": settings},
                    "storage": {"type": "ReplayBuffer", "capacity": meta["local_capacity"]}}
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"For '{op}', '{path}' has an unreadable buffer record: {error}") from error
@@ -309,7 +311,7 @@ def _record_problems(path: Path, name: str, ours: dict[str, Any], theirs: dict[s
         return [f"'{path}' records no {ours['type']} at '{name}'"]
     problems = []
     # A buffer inside the network (a shard's storage) is named: its capacity is not the network's.
-    of = "" if name in ("", ".") else f" of '{name}'"
+    of = "" if name == ROOT else f" of '{name}'"
     # Records of format 2 hold every key (checked by _upgrade); those of format 1 hold some (no
     # specs, no capacity but a shard's, no settings but a priority buffer's alpha and a shard's).
     for key in ("capacity", "specs"):
