@@ -24,6 +24,7 @@ from mindspore import Tensor, nn, ops
 
 from benchmarks.common import table
 from benchmarks.dqn_solve import balancing_network
+from mindspore_rl_buffer.apps.dqn import cartpole
 from mindspore_rl_buffer.apps.dqn.cartpole import CartPole, cartpole_step
 from mindspore_rl_buffer.apps.dqn.evaluation import EvalLoop, EvalStep, evaluate_mindspore
 from mindspore_rl_buffer.apps.dqn.networks import QNetwork
@@ -101,6 +102,32 @@ class StepwiseEvalLoop(EvalLoop):
         return returns
 
 
+def gymnasium_order_accelerations(theta, theta_dot, force):
+    """``cartpole.accelerations`` until 2026-11-26: gymnasium's order of operations, 20 kernels."""
+    costheta = ops.cos(theta)
+    sintheta = ops.sin(theta)
+    temp = (force + cartpole.POLE_MASS_LENGTH * theta_dot * theta_dot * sintheta) / cartpole.TOTAL_MASS
+    thetaacc = (cartpole.GRAVITY * sintheta - costheta * temp) / (
+        cartpole.LENGTH * (4.0 / 3.0 - cartpole.MASS_POLE * costheta * costheta / cartpole.TOTAL_MASS))
+    return temp - cartpole.POLE_MASS_LENGTH * thetaacc * costheta / cartpole.TOTAL_MASS, thetaacc
+
+
+class GymnasiumOrderEvalLoop(EvalLoop):
+    """``EvalLoop`` until 2026-11-26, before the dynamics' constants were folded into ``addcmul``
+    kernels: :func:`gymnasium_order_accelerations`, a push of ``FORCE_MAG``, ``state + TAU * ...``."""
+
+    def __init__(self, q_net: QNetwork, env: CartPole) -> None:
+        super().__init__(q_net, env)
+        self.push = Tensor(np.full(env.num_envs, cartpole.FORCE_MAG, np.float32))
+        self.pull = -self.push
+
+    def _step(self, state, weights):
+        push = (self.policy.scores(state, weights) > 0).reshape((-1,))
+        _, x_dot, theta, theta_dot, _ = ops.unstack(state, axis=1)
+        xacc, thetaacc = gymnasium_order_accelerations(theta, theta_dot, ops.select(push, self.push, self.pull))
+        return state + cartpole.TAU * ops.stack((x_dot, xacc, theta_dot, thetaacc, self.zero), axis=1)
+
+
 def dynamics_loop(env: CartPole) -> EvalLoop:
     """``EvalLoop`` (1 step a pass) with :class:`LinearRule` in place of the Q-network: the dynamics and the loop."""
     loop = EvalLoop(QNetwork(4, 2, (8,)), env, unroll=1)
@@ -116,6 +143,7 @@ def argmax_loop(q_net: QNetwork, env: CartPole) -> EvalLoop:
 
 
 HOST = "host loop, one launch per step"
+GYMNASIUM_ORDER = "EvalLoop until 2026-11-26 (the dynamics in gymnasium's order of operations)"
 STEPWISE = "EvalLoop until 2026-11-26 (bookkeeping every step, 5 steps a pass)"
 
 
@@ -124,6 +152,7 @@ def measure(envs: int, steps: int, rounds: int) -> dict[str, Any]:
     host = EvalStep(q_net, CartPole(envs, steps))
     cells = {HOST: lambda: evaluate_mindspore(host, steps),
              "EvalLoop as shipped (128x128 Q-network)": EvalLoop(q_net, CartPole(envs, steps)),
+             GYMNASIUM_ORDER: GymnasiumOrderEvalLoop(q_net, CartPole(envs, steps)),
              STEPWISE: StepwiseEvalLoop(q_net, CartPole(envs, steps), unroll=5),
              "EvalLoop with the argmax policy (before FoldedGreedy)": argmax_loop(q_net, CartPole(envs, steps)),
              "EvalLoop, 1 step a pass": EvalLoop(q_net, CartPole(envs, steps), unroll=1),

@@ -141,13 +141,13 @@ def test_the_sweep_reads_variants_and_runs_each_per_seed(tmp_path):
 
 
 def test_the_evaluation_parts_run_and_the_dynamics_loop_balances_the_pole():
-    from benchmarks.dqn_eval_parts import STEPWISE, main
+    from benchmarks.dqn_eval_parts import GYMNASIUM_ORDER, STEPWISE, main
 
     parts = main(["--smoke"])
-    assert len(parts) == 8 and all(part["ms"] > 0 and part["host_over_this"] > 0 for part in parts.values())
+    assert len(parts) == 9 and all(part["ms"] > 0 and part["host_over_this"] > 0 for part in parts.values())
     # The balancing network and the fixed linear rule both keep every pole up for the 20 steps,
     # whichever loop plays them, with the folded greedy action or the argmax.
-    for name in ("host loop, one launch per step", "EvalLoop as shipped (128x128 Q-network)", STEPWISE,
+    for name in ("host loop, one launch per step", "EvalLoop as shipped (128x128 Q-network)", GYMNASIUM_ORDER, STEPWISE,
                  "EvalLoop with the argmax policy (before FoldedGreedy)", "EvalLoop, 1 step a pass",
                  "dynamics and loop, fixed linear rule"):
         assert parts[name]["mean_output"] == 20.0, name

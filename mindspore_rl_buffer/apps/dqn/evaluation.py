@@ -15,7 +15,7 @@ import numpy as np
 from mindspore import Parameter, ParameterTuple, Tensor, jit, nn, ops
 
 from mindspore_rl_buffer.apps.dqn.cartpole import (
-    FORCE_MAG,
+    PUSH_PER_MASS,
     TAU,
     THETA_THRESHOLD,
     X_THRESHOLD,
@@ -126,8 +126,9 @@ class EvalLoop(nn.Cell):
         self.unroll = unroll
         self.max_episode_steps = Tensor(limit, ms.int32)
         n = env.num_envs
-        self.push = Tensor(np.full(n, FORCE_MAG, np.float32))
-        self.pull = Tensor(np.full(n, -FORCE_MAG, np.float32))
+        self.push = Tensor(np.full(n, PUSH_PER_MASS, np.float32))
+        self.pull = Tensor(np.full(n, -PUSH_PER_MASS, np.float32))
+        self.tau = Tensor(np.array([TAU] * 4 + [0.0], np.float32))  # the column of ones stays 1
         self.zero = Tensor(np.zeros(n, np.float32))  # the column of ones' change; an ended episode's alive mark
         # steps of the pass left after a fall at each of its steps; the steps an episode plays in a pass
         self.left_after = Tensor(np.tile(np.arange(unroll - 1, -1, -1, dtype=np.float32), (n, 1)))
@@ -140,7 +141,7 @@ class EvalLoop(nn.Cell):
         push = (scores > 0).reshape((-1,)) if self.policy.two_actions else ops.argmax(scores, dim=1) == 1
         _, x_dot, theta, theta_dot, _ = ops.unstack(state, axis=1)
         xacc, thetaacc = accelerations(theta, theta_dot, ops.select(push, self.push, self.pull))
-        return state + TAU * ops.stack((x_dot, xacc, theta_dot, thetaacc, self.zero), axis=1)
+        return ops.addcmul(state, ops.stack((x_dot, xacc, theta_dot, thetaacc, self.zero), axis=1), self.tau)
 
     def construct(self):
         weights = self.policy.fold()
