@@ -32,6 +32,7 @@ from typing import Any
 import mindspore as ms
 import numpy as np
 from mindspore import nn
+from mindspore_rl_buffer.ops import draw_starts
 
 from benchmarks.common import in_rounds, mib, ratio, rss, table
 from mindspore_rl_buffer import ReplayBuffer, TransitionReplayBuffer
@@ -153,6 +154,20 @@ class Sampler(nn.Cell):
         return self.buffer.sample(self.batch)
 
 
+class StartDraw(nn.Cell):
+    """``draw_starts`` of ``batch`` starts from ``buffer``'s state, compiled: with its start table
+    (what ``sample`` runs), or with ``table=False`` the search of the ranks it replaced."""
+
+    def __init__(self, buffer: TransitionReplayBuffer, batch: int, table: bool) -> None:
+        super().__init__()
+        self.buffer, self.batch, self.table = buffer, batch, table
+
+    def construct(self):
+        rb, storage = self.buffer, self.buffer.storage
+        return draw_starts(rb.ranks, storage.head, storage.count, self.batch, rb.max_length, rb.stack_size,
+                           rb.n_step, 0, True, rb.start_table if self.table else None)
+
+
 def _sync(result: Any) -> None:
     first = result[0]
     if not isinstance(first, np.ndarray):
@@ -195,8 +210,9 @@ def speed(capacity: int, plain_capacity: int, repeats: int) -> dict[str, Any]:
         # fresh output memory (raising glibc's MALLOC_MMAP_THRESHOLD_ removed most of it).
         times = in_rounds({"direct": lambda size=size: rb.sample(size), "plain_direct": plain.sample, **take},
                           repeats, rounds, sync=_sync)
-        times.update(in_rounds({"graph": graph, "plain_graph": plain_graph, "take_again": take["take"]}, repeats,
-                               rounds, sync=_sync))
+        times.update(in_rounds({"graph": graph, "plain_graph": plain_graph, "take_again": take["take"],
+                                "draw_table": StartDraw(rb, size, True), "draw_search": StartDraw(rb, size, False)},
+                               repeats, rounds, sync=_sync))
         seconds = {name: statistics.median(values) for name, values in times.items()}
         out[size] = {"us": {name: value * 1e6 for name, value in seconds.items()},
                      "gbps": {name: size * bytes_per_sample / value / 1e9 for name, value in seconds.items()},
@@ -204,13 +220,19 @@ def speed(capacity: int, plain_capacity: int, repeats: int) -> dict[str, Any]:
                      "graph_vs_take": ratio(times, "take_again", "graph"),
                      "graph_vs_plain_graph": ratio(times, "graph", "plain_graph"),
                      "direct_vs_plain_direct": ratio(times, "direct", "plain_direct"),
-                     "plain_graph_vs_take": ratio(times, "take_again", "plain_graph")}
+                     "plain_graph_vs_take": ratio(times, "take_again", "plain_graph"),
+                     "draw_search_vs_table": ratio(times, "draw_search", "draw_table")}
         del plain, plain_graph
         gc.collect()
     return out
 
 
 # --------------------------------------------------------------------------- report
+def at(fast: dict[Any, Any], size: int) -> dict[str, Any]:
+    """The speed figures of one sample size, keyed by int when measured, by str when read from JSON."""
+    return fast[str(size)] if str(size) in fast else fast[size]
+
+
 def report(sizes: dict[str, float], mem: dict[str, Any], fast: dict[str, Any]) -> str:
     per_transition = mem["payload_bytes"] / mem["valid_starts"]
     lines = [table([
@@ -231,7 +253,7 @@ def report(sizes: dict[str, float], mem: dict[str, Any], fast: dict[str, Any]) -
         f"sample(256) {mem['sample_us']['256']:.0f} us at this size. The naive layout would need {mib(naive)}.")
     rows = []
     for size in (32, 256):
-        figures = fast[str(size)] if str(size) in fast else fast[size]
+        figures = at(fast, size)
         us, gbps = figures["us"], figures["gbps"]
         rows.append([f"sample({size})", f"{us['direct']:.0f} / {us['graph']:.0f}",
                      f"{gbps['direct']:.2f} / {gbps['graph']:.2f}", f"{us['take']:.0f} / {us['take_again']:.0f}",
@@ -243,6 +265,12 @@ def report(sizes: dict[str, float], mem: dict[str, Any], fast: dict[str, Any]) -
                               "numpy.take of the same rows, us", "bandwidth vs take (target >= 0.7x)",
                               "plain ReplayBuffer us direct / graph", "time vs plain (graph target <= 1.5x)",
                               "plain graph vs take"]))
+    draws = []
+    for size in (32, 256):
+        us = at(fast, size)["us"]
+        draws.append(f"{size}: {us['draw_table']:.0f} us with the start table, {us['draw_search']:.0f} us searching "
+                     f"the ranks ({at(fast, size)['draw_search_vs_table']:.2f}x)")
+    lines.append("Locating the starts (draw_starts alone, a launch each): " + "; ".join(draws))
     return "\n\n".join(lines)
 
 

@@ -50,6 +50,37 @@ def episode_contract(head: int, count: int, last_ended: np.ndarray, finals: int,
     return problems
 
 
+def start_slots(head: int, count: int, ranks: np.ndarray, ended: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The start table's slots that a transition buffer's sample may read, and the flat rows
+    they must hold (:func:`~mindspore_rl_buffer.ops.select_starts`): every stored row after
+    the oldest that is not a final row, at its rank modulo the ring's rows. (The oldest row's
+    own finality is unknown once the row before it is overwritten, and it is never a start.)
+
+    ``ranks`` must keep :func:`episode_contract`; ``ended`` as there.
+    """
+    max_length, num_envs = ended.shape
+    size = max_length * num_envs
+    if count < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    time_rows = (head + np.arange(1, count)) % max_length
+    q = (time_rows[:, None] * num_envs + np.arange(num_envs)).reshape(-1)
+    after_end = ended[(head + np.arange(count - 1)) % max_length].reshape(-1)
+    q = q[~after_end]
+    return np.mod(ranks[q].astype(np.int64), size), q
+
+
+def start_table_contract(head: int, count: int, ranks: np.ndarray, ended: np.ndarray,
+                         table: np.ndarray) -> list[str]:
+    """What breaks a transition buffer's start table: a slot a sample may read that does not
+    hold its row (see :func:`start_slots`)."""
+    slots, rows = start_slots(head, count, ranks, ended)
+    wrong = np.flatnonzero(table[slots] != rows)
+    if wrong.size:
+        return [f"the start table disagrees with the ranks at {wrong.size} slot(s), the first "
+                f"slot {int(slots[wrong[0]])} holding {int(table[slots[wrong[0]]])} for row {int(rows[wrong[0]])}"]
+    return []
+
+
 # How far a tree node may be from what its children give. Each is one float32 operation on
 # them (ops.priority.tree_writes), but a slot repeated in one update may be written from leaf
 # values one unit of rounding apart (MindSpore 2.10's CPU pow, measured on the 9th of 9 equal

@@ -6,7 +6,8 @@ so episodes of different environments never mix). ``storage``, a ``RingBuffer``,
 action, reward, ``terminated``, ``truncated`` and extra columns, ``(max_length, num_envs,
 *shape)`` each, and the cursors; the buffer itself holds the observations once per step in
 ``frames`` (the same time-major layout, declared ``(max_length * num_envs, *obs_shape)`` so
-that a sample gathers whole frames) and a rank per row for exact uniform sampling (4 bytes).
+that a sample gathers whole frames), and a rank and a start-table slot per row (4 bytes each)
+for exact uniform sampling in one ``gather``.
 ``next_observation`` is not stored: it is the observation of the next row of the same episode,
 and an episode's final observation is the row after its end (:mod:`mindspore_rl_buffer.ops.transition`
 has the episode structure, the validity rule of a start and what a sample holds).
@@ -38,7 +39,7 @@ from mindspore_rl_buffer._validation import (
     check_transition_layout,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
-from mindspore_rl_buffer.contracts import episode_contract, ring_contract
+from mindspore_rl_buffer.contracts import episode_contract, ring_contract, start_slots, start_table_contract
 from mindspore_rl_buffer.core import RingBuffer, reserved_names, taken_names
 from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
@@ -137,7 +138,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
 
     BINDING_SETTINGS = ("num_envs", "stack_size", "n_step", "gamma")
     # Names of the buffer's own Parameters (its steps' ring adds its own), refused as column names.
-    RESERVED_NAMES: tuple[str, ...] = ("ranks", "last_ended", "finals")
+    RESERVED_NAMES: tuple[str, ...] = ("ranks", "start_table", "last_ended", "finals")
 
     def __init__(self, sample_size: int, capacity: int, shapes: Sequence[Any], types: Sequence[Any], *,
                  num_envs: int = 1, stack_size: int = 1, n_step: int = 1, gamma: float = 0.99,
@@ -167,6 +168,9 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         self.frames = Parameter(initializer("zeros", (rows, *frame.shape), frame.dtype), name=frame.name,
                                 requires_grad=False)
         self.ranks = Parameter(initializer("zeros", (rows,), ms.int32), name="ranks", requires_grad=False)
+        # one slot per row and a spare one that final rows write (ops.select_starts)
+        self.start_table = Parameter(initializer("zeros", (rows + 1,), ms.int32), name="start_table",
+                                     requires_grad=False)
         self.last_ended = Parameter(Tensor(np.zeros(self._num_envs, np.int32)), name="last_ended", requires_grad=False)
         self.finals = Parameter(Tensor(0, ms.int32), name="finals", requires_grad=False)
         rest = self._specs[1:]
@@ -256,7 +260,8 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
             batch = guarded(batch, ok, [self.last_ended])
         storage = self.storage
         last_ended, finals = transition_ops.insert_steps(self.frames, self.ranks, storage.head, storage.count,
-                                                         self.last_ended, self.finals, batch[0], batch[3], batch[4])
+                                                         self.last_ended, self.finals, batch[0], batch[3], batch[4],
+                                                         self.start_table)
         _ = storage.insert(batch[1:])
         ops.assign(self.last_ended, last_ended)
         ops.assign(self.finals, finals)
@@ -317,7 +322,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         head, size, stack_size = storage.head, self._max_length, self._stack_size
         action, reward, terminated, truncated = storage.columns[:4]
         starts, total = transition_ops.draw_starts(self.ranks, head, storage.count, batch_size, size, stack_size,
-                                                   self._n_step, self._draw_seed, check)
+                                                   self._n_step, self._draw_seed, check, self.start_table)
         rows, next_rows, returns, discount = stacks.stacked_windows(
             reward, terminated, truncated, starts, stack_size, self._n_step, self._gamma)
         if stack_size == 1:  # no stack axis
@@ -344,6 +349,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         """Empty the buffer: the state as constructed; nothing is re-allocated."""
         self.storage.reset()
         ops.assign(self.ranks, ops.zeros_like(self.ranks))
+        ops.assign(self.start_table, ops.zeros_like(self.start_table))
         ops.assign(self.last_ended, ops.zeros_like(self.last_ended))
         ops.assign(self.finals, ops.zeros_like(self.finals))
         return self.storage.count
@@ -370,16 +376,37 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
 
     def checkpoint_cursors(self, read: Any) -> list[str]:
         """The episode bookkeeping on the values ``read`` gives: ``last_ended`` and ``finals``
-        agree with the stored flags, no final row carries a flag, and the ranks are those
-        :func:`~mindspore_rl_buffer.ops.insert_steps` writes (the ring's cursors are checked by
-        ``storage``'s own record)."""
+        agree with the stored flags, no final row carries a flag, the ranks are those
+        :func:`~mindspore_rl_buffer.ops.insert_steps` writes and the start table holds every
+        row a sample may read where it looks (the ring's cursors are checked by ``storage``'s
+        own record)."""
         storage = self.storage
         head, count = int(read(storage.head)), int(read(storage.count))
         if ring_contract(head, count, self._max_length):
             return []
-        terminated, truncated = (np.asarray(read(column)) for column in storage.columns[2:4])
-        return episode_contract(head, count, np.asarray(read(self.last_ended)), int(read(self.finals)),
-                                np.asarray(read(self.ranks)), (terminated != 0) | (truncated != 0))
+        ended, ranks = self._ended(read), np.asarray(read(self.ranks))
+        problems = episode_contract(head, count, np.asarray(read(self.last_ended)), int(read(self.finals)),
+                                    ranks, ended)
+        return problems or start_table_contract(head, count, ranks, ended, np.asarray(read(self.start_table)))
+
+    def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
+        """Files written before the start table existed: the table built from their ranks."""
+        storage = self.storage
+        values = [read(tensor) for tensor in (storage.head, storage.count, self.ranks, *storage.columns[2:4])]
+        if read(self.start_table) is not None or any(value is None for value in values):
+            return {}
+        head, count, ranks = int(values[0]), int(values[1]), np.asarray(values[2])
+        table = np.zeros(self.start_table.shape, np.int32)
+        if not ring_contract(head, count, self._max_length) and ranks.shape == self.ranks.shape:
+            terminated, truncated = (np.asarray(value) for value in values[3:])
+            if terminated.shape == truncated.shape == (self._max_length, self._num_envs):
+                slots, rows = start_slots(head, count, ranks, (terminated != 0) | (truncated != 0))
+                table[slots] = rows
+        return {self.start_table: table}
+
+    def _ended(self, read: Any) -> np.ndarray:
+        terminated, truncated = (np.asarray(read(column)) for column in self.storage.columns[2:4])
+        return (terminated != 0) | (truncated != 0)
 
     def extend_repr(self) -> str:
         columns = ", ".join(f"{s.name}: {s.shape} {s.dtype}" for s in self._specs)

@@ -14,6 +14,7 @@ from scipy.stats import chisquare
 
 from mindspore_rl_buffer import TransitionReplayBuffer, create_buffer, load_checkpoint
 from mindspore_rl_buffer.checkpoint import RECORD, checksum
+from mindspore_rl_buffer.contracts import start_slots
 from tests.helpers import (
     TRANSITION_NAMES,
     TRANSITION_SHAPES,
@@ -46,6 +47,16 @@ def assert_same(before, after):
     assert before.keys() == after.keys()
     for name in before:
         np.testing.assert_array_equal(after[name], before[name], err_msg=name)
+
+
+def read_slots(rb):
+    """The state of a buffer, its start table cut to the slots a sample may read: buffers filled
+    by other batchings differ elsewhere in it (slots of overwritten rows, and the spare slot)."""
+    state, storage = parameters(rb), rb.storage
+    ended = (storage.columns[2].asnumpy() != 0) | (storage.columns[3].asnumpy() != 0)
+    slots, _ = start_slots(int(storage.head), int(storage.count), rb.ranks.asnumpy(), ended)
+    state["start_table"] = state["start_table"][slots]
+    return state
 
 
 def steps(observations, rewards, ends, env_count=1):
@@ -139,7 +150,7 @@ def test_direct_calls_match_the_model_through_wraparound_overflow_and_reset(num_
             rb.reset()
             model.reset()
             fresh = parameters(make(num_envs, stack_size, n_step, rb.max_length, 48))
-            bookkeeping = ("storage.head", "storage.count", "ranks", "last_ended", "finals")
+            bookkeeping = ("storage.head", "storage.count", "ranks", "start_table", "last_ended", "finals")
             assert_same({k: fresh[k] for k in bookkeeping}, {k: parameters(rb)[k] for k in bookkeeping})
             continue
         batch = stream.take(1 if step == "single" else step)
@@ -371,13 +382,13 @@ def test_the_writer_stores_what_direct_inserts_store_and_checks_final_rows_befor
             if t == 16:
                 writer.flush()
         assert writer.pending == 1  # 13 steps since the flush: 3 stages of 4 inserted, 1 staged
-    assert_same(parameters(direct), parameters(staged))
+    assert_same(read_slots(direct), read_slots(staged))
     ended = (batch[3][-1] | batch[4][-1]).astype(bool)
     flagged = steps([99], [0], {0: "terminated"}, env_count=2)
     if ended.any():  # the next row of an ended environment must be flag-free, even across a flush
         with staged.writer(4) as writer, pytest.raises(ValueError, match="the row after an episode's end"):
             writer.insert([column[0] for column in flagged])
-        assert_same(parameters(direct), parameters(staged))
+        assert_same(read_slots(direct), read_slots(staged))
     writer = staged.writer(3)
     writer.insert([column[0] for column in steps([100], [0], {}, env_count=2)])  # final rows where due
     writer.insert([column[0] for column in steps([101], [0], {0: "terminated"}, env_count=2)])
@@ -450,6 +461,52 @@ def test_a_checkpoint_whose_episode_bookkeeping_is_broken_is_refused(saved, tmp_
     before = parameters(target)
     with pytest.raises(ValueError, match=r"break the contract: last_ended=\[.*\] must be the newest row's"):
         load_checkpoint(broken, target)
+    assert_same(before, parameters(target))
+
+
+def rewritten(path, tmp_path, change):
+    """A copy of the checkpoint at ``path`` with ``change(tensors)`` applied, its checksums
+    matching (as a buggy writer would leave it), or without a tensor ``change`` deleted."""
+    loaded = ms.load_checkpoint(str(path), format="safetensors")
+    change(loaded)
+    record = json.loads(loaded[RECORD].asnumpy().tobytes())
+    record["checksums"] = {name: checksum(value) for name, value in loaded.items()
+                           if name in record["checksums"]}
+    loaded[RECORD] = Tensor(np.frombuffer(json.dumps(record).encode(), np.uint8).copy())
+    out = tmp_path / "rewritten.safetensors"
+    ms.save_checkpoint([{"name": name, "data": value} for name, value in loaded.items()], str(out),
+                       format="safetensors")
+    return out
+
+
+def test_a_checkpoint_without_the_start_table_gets_it_built_from_the_ranks(saved, tmp_path):
+    """Files written before the start table existed load, and sample as the saved buffer does."""
+    path, source, batch, _ = saved
+    older = rewritten(path, tmp_path, lambda tensors: tensors.pop("start_table"))
+    target = make(num_envs=2, stack_size=3, n_step=2, max_length=9)
+    load_checkpoint(older, target)
+    model = model_of(source)
+    model.insert(batch)
+    items, info = target.sample_with_info()
+    assert_transitions_match(model, items, info.ids, info.probabilities)
+    storage = source.storage
+    ended = (storage.columns[2].asnumpy() != 0) | (storage.columns[3].asnumpy() != 0)
+    slots, rows = start_slots(int(storage.head), int(storage.count), source.ranks.asnumpy(), ended)
+    assert len(slots) > 10 and len(set(slots)) == len(slots)
+    np.testing.assert_array_equal(source.start_table.asnumpy()[slots], rows)  # what the graph wrote
+    np.testing.assert_array_equal(target.start_table.asnumpy()[slots], rows)  # what the load built
+
+
+def test_a_checkpoint_whose_start_table_is_wrong_is_refused(saved, tmp_path):
+    def misplace(tensors):
+        table = tensors["start_table"].asnumpy().copy()
+        table[:-1] = np.roll(table[:-1], 1)
+        tensors["start_table"] = Tensor(table)
+
+    target = make(num_envs=2, stack_size=3, n_step=2, max_length=9)
+    before = parameters(target)
+    with pytest.raises(ValueError, match=r"break the contract: the start table disagrees with the ranks at \d+ slot"):
+        load_checkpoint(rewritten(saved[0], tmp_path, misplace), target)
     assert_same(before, parameters(target))
 
 

@@ -299,7 +299,8 @@ def test_a_tiny_priority_exponent_caps_priorities_at_the_float_ceiling_instead_o
     *((lambda name=name: __import__("mindspore_rl_buffer").TransitionReplayBuffer(
         4, 16, [(2,), (), (), (), ()], ["float32", "int32", "float32", "uint8", "uint8"],
         names=[name, "action", "reward", "terminated", "truncated"]),
-       f"the column name '{name}' is reserved") for name in ("ranks", "finals", "last_ended", "head", "count")),
+       f"the column name '{name}' is reserved")
+      for name in ("ranks", "start_table", "finals", "last_ended", "head", "count")),
     (lambda: __import__("mindspore_rl_buffer").TransitionReplayBuffer(
         4, 2**20, [(84, 84, 84), (), (), (), ()], ["float32", "int32", "float32", "uint8", "uint8"]),
      r"the size of column 'observation' must be at most 1099511627776 bytes"),

@@ -39,6 +39,7 @@ class OperatorState:
         rows = num_envs * max_length
         self.frames = Parameter(Tensor(np.zeros((rows, *obs_shape), np.float32)), name="frames", requires_grad=False)
         self.ranks = Parameter(Tensor(np.zeros(rows, np.int32)), name="ranks", requires_grad=False)
+        self.starts = Parameter(Tensor(np.zeros(rows + 1, np.int32)), name="starts", requires_grad=False)
         self.last_ended, self.finals = Tensor(np.zeros(num_envs, np.int32)), Tensor(0, ms.int32)
         self.columns = [np.zeros((max_length, num_envs), dtype) for dtype in (np.float32, np.uint8, np.uint8)]
 
@@ -53,7 +54,7 @@ class OperatorState:
     def insert(self, batch) -> None:
         cursors = Tensor(self.head, ms.int32), Tensor(self.count, ms.int32)
         self.last_ended, self.finals = insert_steps(self.frames, self.ranks, *cursors, self.last_ended, self.finals,
-                                                    Tensor(batch[0]), Tensor(batch[3]), Tensor(batch[4]))
+                                                    Tensor(batch[0]), Tensor(batch[3]), Tensor(batch[4]), self.starts)
         for step in range(len(batch[0])):
             for column, values in zip(self.columns, (batch[2], batch[3], batch[4])):
                 column[self.inserted % self.max_length] = values[step]
@@ -105,10 +106,13 @@ def test_every_operator_agrees_with_the_model_after_every_batch(case):
         if not valid:
             continue
         # A bijection from [0, V) onto the valid starts: uniform draws give a uniform sample.
-        logical, env, _ = select_starts(state.ranks, head, count, Tensor(np.arange(total, dtype=np.int32)),
-                                        max_length, stack_size, n_step)
+        everyone = Tensor(np.arange(total, dtype=np.int32))
+        logical, env, _ = select_starts(state.ranks, head, count, everyone, max_length, stack_size, n_step)
         starts = list(zip(logical.asnumpy().tolist(), env.asnumpy().tolist()))
         assert sorted(starts) == sorted(valid), "every valid start exactly once"
+        # The start table maps every draw to the start the search of the ranks finds.
+        in_table = select_starts(state.ranks, head, count, everyone, max_length, stack_size, n_step, state.starts)
+        assert list(zip(*(x.asnumpy().tolist() for x in in_table[:2]))) == starts
         rows, next_rows, returns, discount = transition_windows(Tensor(state.columns[0]), *state.flags(), head,
                                                                 logical, env, stack_size, n_step, GAMMA)
         np.testing.assert_allclose(returns.asnumpy(), [valid[s][2] for s in starts], rtol=1e-6, atol=1e-6)
@@ -165,7 +169,11 @@ def test_a_batch_longer_than_the_ring_writes_each_row_once(monkeypatch):
     state = OperatorState(2, 3)
     batch = EpisodeStream(2, seed=1).take(7)
     state.insert(batch)
-    assert len(written) == 2  # frames and ranks
-    for rows in written:
+    assert len(written) == 3  # frames, ranks and the start table
+    for rows in written[:2]:
         assert sorted(rows.tolist()) == list(range(6))
+    # The table's slots: one per non-final row; the final rows all write the spare slot, never read.
+    slots = written[2].tolist()
+    kept = [slot for slot in slots if slot != 6]
+    assert len(kept) == len(set(kept)) and len(kept) < 6 and all(0 <= slot < 6 for slot in kept)
     np.testing.assert_array_equal(state.frames.asnumpy()[:, 0], np.repeat([6, 4, 5], 2))  # steps 4..6, wrapped
