@@ -10,6 +10,15 @@ from __future__ import annotations
 import numpy as np
 
 
+def held_int(value: object) -> int | None:
+    """A checkpoint's scalar integer as an int, or ``None`` if it is missing or is no 0-d
+    integer array (a corrupt file: the shape and dtype checks name it)."""
+    array = None if value is None else np.asarray(value)
+    if array is None or array.shape != () or array.dtype.kind not in "iu":
+        return None
+    return int(array)
+
+
 def ring_contract(head: int, count: int, capacity: int) -> str | None:
     """What breaks the cursor contract of :mod:`mindspore_rl_buffer.ops`, or ``None``."""
     if not 0 <= count <= capacity:

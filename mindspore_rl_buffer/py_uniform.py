@@ -10,7 +10,7 @@ import numpy as np
 
 from mindspore_rl_buffer._validation import check_capacity, check_sample_args, check_seed, check_stored
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
-from mindspore_rl_buffer.contracts import ring_contract
+from mindspore_rl_buffer.contracts import held_int, ring_contract
 from mindspore_rl_buffer.host_ring import NumpyRing
 from mindspore_rl_buffer.nest import FlatSpec
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
@@ -265,10 +265,10 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
     def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
         """Files written before the add counter existed: ``added = head + count``, the smallest
         count of adds that leaves the cursors where the file has them."""
-        head, count = read("head"), read("count")
-        if head is None or count is None:
+        head, count = held_int(read("head")), held_int(read("count"))
+        if head is None or count is None:  # missing, or corrupt: the shape and dtype checks name it
             return {}
-        return {"added": np.array(int(head) + int(count), np.int64)}
+        return {"added": np.array(head + count, np.int64)}
 
     def restore_checkpoint(self, values: Mapping[str, np.ndarray]) -> None:
         """Copy validated checkpoint values into the ring."""

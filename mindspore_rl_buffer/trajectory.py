@@ -28,6 +28,7 @@ from mindspore_rl_buffer._validation import (
     check_window_graph,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
+from mindspore_rl_buffer.contracts import held_int
 from mindspore_rl_buffer.nest import FlatSpec, leaf_at
 from mindspore_rl_buffer.ops import ring
 from mindspore_rl_buffer.ops._common import STREAM_SEGMENTS, owned_seed, uniform_int
@@ -338,7 +339,7 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
     def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
         """Files written before the add counter existed: ``added = head + count``, the smallest
         count of adds that leaves the cursors where the file has them."""
-        head, count = read(self.storage.head), read(self.storage.count)
-        if head is None or count is None:
+        head, count = held_int(read(self.storage.head)), held_int(read(self.storage.count))
+        if head is None or count is None:  # missing, or corrupt: the shape and dtype checks name it
             return {}
-        return {self.added: np.array(int(head) + int(count), np.int64)}
+        return {self.added: np.array(head + count, np.int64)}

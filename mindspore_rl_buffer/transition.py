@@ -39,7 +39,7 @@ from mindspore_rl_buffer._validation import (
     check_transition_layout,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
-from mindspore_rl_buffer.contracts import episode_contract, ring_contract, start_slots, start_table_contract
+from mindspore_rl_buffer.contracts import episode_contract, held_int, ring_contract, start_slots, start_table_contract
 from mindspore_rl_buffer.core import RingBuffer, reserved_names, taken_names
 from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
@@ -391,17 +391,17 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
 
     def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
         """Files written before the start table existed: the table built from their ranks."""
-        storage = self.storage
-        values = [read(tensor) for tensor in (storage.head, storage.count, self.ranks, *storage.columns[2:4])]
-        if read(self.start_table) is not None or any(value is None for value in values):
+        if read(self.start_table) is not None:
             return {}
-        head, count, ranks = int(values[0]), int(values[1]), np.asarray(values[2])
-        table = np.zeros(self.start_table.shape, np.int32)
-        if not ring_contract(head, count, self._max_length) and ranks.shape == self.ranks.shape:
-            terminated, truncated = (np.asarray(value) for value in values[3:])
-            if terminated.shape == truncated.shape == (self._max_length, self._num_envs):
-                slots, rows = start_slots(head, count, ranks, (terminated != 0) | (truncated != 0))
-                table[slots] = rows
+        storage = self.storage
+        head, count = held_int(read(storage.head)), held_int(read(storage.count))
+        ranks, terminated, truncated = (read(tensor) for tensor in (self.ranks, *storage.columns[2:4]))
+        table = np.zeros(self.start_table.shape, np.int32)  # a file that breaks more is refused for that
+        if (head is not None and count is not None and not ring_contract(head, count, self._max_length)
+                and ranks is not None and np.shape(ranks) == self.ranks.shape
+                and np.shape(terminated) == np.shape(truncated) == (self._max_length, self._num_envs)):
+            slots, rows = start_slots(head, count, np.asarray(ranks), (terminated != 0) | (truncated != 0))
+            table[slots] = rows
         return {self.start_table: table}
 
     def _ended(self, read: Any) -> np.ndarray:

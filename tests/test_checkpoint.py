@@ -280,6 +280,38 @@ def test_priority_reservoir_trajectory_numpy_and_sharded_files_of_the_first_form
         other.load(DATA / "v1_sharded_replay_buffer.ckpt")
 
 
+@pytest.mark.parametrize("buffer, file, head", [
+    ("trajectory", "v1_trajectory_replay_buffer.safetensors", "storage.head"),
+    ("py_uniform", "v1_py_uniform_replay_buffer.safetensors", "head"),
+    ("transition", None, "storage.head"),
+])
+def test_a_file_of_an_earlier_format_with_a_corrupt_cursor_is_refused_naming_it(tmp_path, buffer, file, head):
+    """The values derived for tensors an earlier format lacks (``added``, the start table) are
+    not derived from a cursor of the wrong shape: the load names its shape (was a TypeError)."""
+    from mindspore_rl_buffer import TransitionReplayBuffer
+
+    spec = {"value": TensorSpec([], ms.int32, "value"), "obs": TensorSpec([2], ms.float32, "obs")}
+    build = {"trajectory": lambda: TrajectoryReplayBuffer(spec, batch_size=2, max_length=3),
+             "py_uniform": lambda: PyUniformReplayBuffer(spec, capacity=4),
+             "transition": lambda: TransitionReplayBuffer(4, 16, [(2,), (), (), (), ()],
+                                                          ["float32", "int32", "float32", "uint8", "uint8"])}[buffer]
+    if file is None:  # a file written before the start table existed
+        source = build()
+        source.insert([np.ones((5, 1, 2), np.float32), np.zeros((5, 1), np.int32), np.ones((5, 1), np.float32),
+                       np.zeros((5, 1), np.uint8), np.zeros((5, 1), np.uint8)])
+        file = source.save(tmp_path / "source.safetensors")
+        tensors = ms.load_checkpoint(str(file), format="safetensors")
+        tensors.pop("start_table")
+    else:
+        tensors = ms.load_checkpoint(str(DATA / file), format="safetensors")
+    tensors[head] = Tensor(np.zeros(2, np.int32))
+    corrupt = tmp_path / "corrupt.safetensors"
+    ms.save_checkpoint([{"name": name, "data": value} for name, value in tensors.items()], str(corrupt),
+                       format="safetensors")
+    with pytest.raises(ValueError, match=rf"Parameter '{head}' has shape \(2,\)|'{head}' .*shape \(2,\)"):
+        load_checkpoint(corrupt, build())
+
+
 # ------------------------------------------------------ contracts, checksums, settings
 @pytest.mark.parametrize("head, count", [(0, 8), (7, 7), (2, 5), (-1, 3), (0, -1)])
 def test_a_checkpoint_whose_cursors_break_the_contract_is_refused_and_changes_nothing(tmp_path, head, count):
