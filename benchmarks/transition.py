@@ -267,9 +267,10 @@ def report(sizes: dict[str, float], mem: dict[str, Any], fast: dict[str, Any]) -
                               "plain graph vs take"]))
     draws = []
     for size in (32, 256):
-        us = at(fast, size)["us"]
+        figures = at(fast, size)
+        us = figures["us"]
         draws.append(f"{size}: {us['draw_table']:.0f} us with the start table, {us['draw_search']:.0f} us searching "
-                     f"the ranks ({at(fast, size)['draw_search_vs_table']:.2f}x)")
+                     f"the ranks ({figures['draw_search_vs_table']:.2f}x)")
     lines.append("Locating the starts (draw_starts alone, a launch each): " + "; ".join(draws))
     return "\n\n".join(lines)
 

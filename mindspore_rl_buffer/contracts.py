@@ -30,6 +30,11 @@ def ring_contract(head: int, count: int, capacity: int) -> str | None:
     return None
 
 
+def _stored_rows(head: int, count: int, max_length: int, num_envs: int) -> np.ndarray:
+    """The flat physical rows of the ``count`` stored time steps, oldest first, time-major."""
+    return (((head + np.arange(count)) % max_length)[:, None] * num_envs + np.arange(num_envs)).reshape(-1)
+
+
 def episode_contract(head: int, count: int, last_ended: np.ndarray, finals: int, ranks: np.ndarray,
                      ended: np.ndarray) -> list[str]:
     """What breaks the episode bookkeeping of a transition buffer (``mindspore_rl_buffer.ops.transition``).
@@ -47,7 +52,7 @@ def episode_contract(head: int, count: int, last_ended: np.ndarray, finals: int,
                         f"{expected_last.astype(int).tolist()}")
     if (stored[1:] & stored[:-1]).any():
         problems.append("a final row (the one after an episode's end) carries a flag")
-    q = (((head + np.arange(count)) % max_length)[:, None] * num_envs + np.arange(num_envs)).reshape(-1)
+    q = _stored_rows(head, count, max_length, num_envs)
     adjusted = ranks[q].astype(np.int64) + size * (q < head * num_envs)
     steps = np.diff(adjusted)
     if count and (not np.isin(steps[:num_envs - 1], (0, 1)).all()
@@ -68,14 +73,9 @@ def start_slots(head: int, count: int, ranks: np.ndarray, ended: np.ndarray) -> 
     ``ranks`` must keep :func:`episode_contract`; ``ended`` as there.
     """
     max_length, num_envs = ended.shape
-    size = max_length * num_envs
-    if count < 2:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    time_rows = (head + np.arange(1, count)) % max_length
-    q = (time_rows[:, None] * num_envs + np.arange(num_envs)).reshape(-1)
     after_end = ended[(head + np.arange(count - 1)) % max_length].reshape(-1)
-    q = q[~after_end]
-    return np.mod(ranks[q].astype(np.int64), size), q
+    q = _stored_rows(head, count, max_length, num_envs)[num_envs:][~after_end]
+    return np.mod(ranks[q].astype(np.int64), max_length * num_envs), q
 
 
 def start_table_contract(head: int, count: int, ranks: np.ndarray, ended: np.ndarray,

@@ -10,12 +10,12 @@ import numpy as np
 
 from mindspore_rl_buffer._validation import check_capacity, check_sample_args, check_seed, check_stored
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
-from mindspore_rl_buffer.contracts import held_int, ring_contract
+from mindspore_rl_buffer.contracts import ring_contract
 from mindspore_rl_buffer.host_ring import NumpyRing
 from mindspore_rl_buffer.nest import FlatSpec
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
-from mindspore_rl_buffer.specs import TensorSpec, check_batch_bytes, numpy_dtype
-from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI, add_counter_contract, item_ids
+from mindspore_rl_buffer.specs import TensorSpec, numpy_dtype
+from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI, add_counter_contract, added_default, item_ids
 
 
 class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
@@ -154,9 +154,9 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
 
     def _sample(self, op: str, sample_batch_size: Any, num_steps: Any, time_stacked: Any) -> tuple[Any, BufferInfo]:
         check_sample_args(op, sample_batch_size, num_steps, time_stacked)
+        self._check_request_bytes(op, sample_batch_size, num_steps)
         picks = 1 if sample_batch_size is None else sample_batch_size
         steps = 1 if num_steps is None else num_steps
-        check_batch_bytes(op, "sample_batch_size * num_steps", picks * steps, self._flat.specs)
         with self._lock:
             check_stored(op, num_steps, self._ring.count, self._capacity)
             rows = self._ring.window_rows(self._rng, picks, steps)
@@ -263,12 +263,9 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
         return [problem for problem in problems if problem]
 
     def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
-        """Files written before the add counter existed: ``added = head + count``, the smallest
-        count of adds that leaves the cursors where the file has them."""
-        head, count = held_int(read("head")), held_int(read("count"))
-        if head is None or count is None:  # missing, or corrupt: the shape and dtype checks name it
-            return {}
-        return {"added": np.array(head + count, np.int64)}
+        """Files written before the add counter existed: see :func:`~mindspore_rl_buffer.tf_agents.added_default`."""
+        added = added_default(read("head"), read("count"))
+        return {} if added is None else {"added": added}
 
     def restore_checkpoint(self, values: Mapping[str, np.ndarray]) -> None:
         """Copy validated checkpoint values into the ring."""

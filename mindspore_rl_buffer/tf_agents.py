@@ -31,8 +31,10 @@ from mindspore_rl_buffer._validation import (
     check_optional_size,
     check_sample_args,
 )
+from mindspore_rl_buffer.contracts import held_int
 from mindspore_rl_buffer.nest import FlatSpec
 from mindspore_rl_buffer.replay_buffer import replay_buffer_attributes
+from mindspore_rl_buffer.specs import check_batch_bytes
 
 BufferInfo = collections.namedtuple("BufferInfo", ["ids", "probabilities"])
 BufferInfo.__doc__ = """What a draw took: the items' ids (int64, see :mod:`mindspore_rl_buffer.tf_agents`)
@@ -60,6 +62,14 @@ def add_counter_contract(added: int, head: int, count: int, length: int) -> str 
     if added < count or (added - count) % length != head:
         return f"added={added} must be >= count={count} with (added - count) % {length} == head={head}"
     return None
+
+
+def added_default(head: Any, count: Any) -> np.ndarray | None:
+    """The add counter of a file written before it existed: ``added = head + count``, the smallest
+    count of adds that leaves the cursors where the file has them; ``None`` if a cursor is
+    missing or corrupt (the shape and dtype checks name it)."""
+    head, count = held_int(head), held_int(count)
+    return None if head is None or count is None else np.array(head + count, np.int64)
 
 
 def deterministic_pass(leaves: list[np.ndarray], ids: np.ndarray, sample_batch_size: int | None,
@@ -110,6 +120,11 @@ class TFAgentsAPI:
     """``as_dataset`` and ``as_mindspore_dataset`` over ``_draw`` and ``_gather_numpy``."""
 
     _flat: FlatSpec
+
+    def _check_request_bytes(self, op: str, sample_batch_size: int | None, num_steps: int | None) -> None:
+        """Bound what one ``get_next`` allocates, as a sample's items are bounded (after the argument checks)."""
+        check_batch_bytes(op, "sample_batch_size * num_steps", (sample_batch_size or 1) * (num_steps or 1),
+                          self._flat.specs)
     # What the deterministic pass yields: tensors (device buffers) or numpy arrays (host buffers).
     _YIELDS_TENSORS = True
     # Whether as_dataset yields the items alone (TF-Agents' numpy buffer) or (items, BufferInfo).

@@ -28,13 +28,11 @@ from mindspore_rl_buffer._validation import (
     check_window_graph,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
-from mindspore_rl_buffer.contracts import held_int
 from mindspore_rl_buffer.nest import FlatSpec, leaf_at
 from mindspore_rl_buffer.ops import ring
 from mindspore_rl_buffer.ops._common import STREAM_SEGMENTS, owned_seed, uniform_int
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
-from mindspore_rl_buffer.specs import check_batch_bytes
-from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI, add_counter_contract, item_ids
+from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI, add_counter_contract, added_default, item_ids
 
 
 def _host_add_batch(self: TrajectoryReplayBuffer, items: Any) -> Launch:
@@ -47,8 +45,7 @@ def _host_get_next(self: TrajectoryReplayBuffer, sample_batch_size: Any = None, 
     op = "get_next"
     check_sample_args(op, sample_batch_size, num_steps, time_stacked)
     check_stored(op, num_steps, int(self.storage.count), self._max_length)
-    check_batch_bytes(op, "sample_batch_size * num_steps", (sample_batch_size or 1) * (num_steps or 1),
-                      self._flat.specs)
+    self._check_request_bytes(op, sample_batch_size, num_steps)
 
     def restore(outputs: Any) -> Any:
         items, info = outputs
@@ -337,9 +334,6 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         return [problem] if problem else []
 
     def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
-        """Files written before the add counter existed: ``added = head + count``, the smallest
-        count of adds that leaves the cursors where the file has them."""
-        head, count = held_int(read(self.storage.head)), held_int(read(self.storage.count))
-        if head is None or count is None:  # missing, or corrupt: the shape and dtype checks name it
-            return {}
-        return {self.added: np.array(head + count, np.int64)}
+        """Files written before the add counter existed: see :func:`~mindspore_rl_buffer.tf_agents.added_default`."""
+        added = added_default(read(self.storage.head), read(self.storage.count))
+        return {} if added is None else {self.added: added}

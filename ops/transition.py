@@ -59,11 +59,6 @@ from mindspore_rl_buffer.ops.stacks import flat_to_logical
 
 
 @ops.constexpr
-def _pair(value):
-    return Tensor(np.full(2, value, np.int32))
-
-
-@ops.constexpr
 def _full(length, value):
     return Tensor(np.full(length, value, np.int32))
 
@@ -82,7 +77,7 @@ def _bounds(ranks, head, count, max_length, stack_size, n_step):
         first, last = head * num_envs, count * num_envs - (n_step * num_envs + 1)
     flat = ops.stack((Tensor(stack_size * num_envs - 1, ms.int32), ops.maximum(last, stack_size * num_envs - 1)))
     q = (first + flat) % size
-    lower, upper = ops.unstack(ops.gather(ranks, q, 0) + ops.where(q < first, _pair(size + 1), _pair(1)))
+    lower, upper = ops.unstack(ops.gather(ranks, q, 0) + ops.where(q < first, _full(2, size + 1), _full(2, 1)))
     return lower, upper - lower
 
 

@@ -446,24 +446,6 @@ def test_a_checkpoint_of_other_settings_is_refused_and_changes_nothing(saved, ot
     assert_same(before, parameters(target))
 
 
-def test_a_checkpoint_whose_episode_bookkeeping_is_broken_is_refused(saved, tmp_path):
-    loaded = ms.load_checkpoint(str(saved[0]), format="safetensors")
-    newest = saved[2][3][-1] | saved[2][4][-1]
-    loaded["last_ended"] = Tensor((1 - newest).astype(np.int32))
-    # A file written that way by a buggy writer: its record's checksum matches the broken data.
-    record = json.loads(loaded[RECORD].asnumpy().tobytes())
-    record["checksums"]["last_ended"] = checksum(loaded["last_ended"])
-    loaded[RECORD] = Tensor(np.frombuffer(json.dumps(record).encode(), np.uint8).copy())
-    broken = tmp_path / "broken.safetensors"
-    ms.save_checkpoint([{"name": name, "data": value} for name, value in loaded.items()], str(broken),
-                       format="safetensors")
-    target = make(num_envs=2, stack_size=3, n_step=2, max_length=9)
-    before = parameters(target)
-    with pytest.raises(ValueError, match=r"break the contract: last_ended=\[.*\] must be the newest row's"):
-        load_checkpoint(broken, target)
-    assert_same(before, parameters(target))
-
-
 def rewritten(path, tmp_path, change):
     """A copy of the checkpoint at ``path`` with ``change(tensors)`` applied, its checksums
     matching (as a buggy writer would leave it), or without a tensor ``change`` deleted."""
@@ -477,6 +459,18 @@ def rewritten(path, tmp_path, change):
     ms.save_checkpoint([{"name": name, "data": value} for name, value in loaded.items()], str(out),
                        format="safetensors")
     return out
+
+
+def test_a_checkpoint_whose_episode_bookkeeping_is_broken_is_refused(saved, tmp_path):
+    newest = saved[2][3][-1] | saved[2][4][-1]
+    # A file written that way by a buggy writer: its record's checksum matches the broken data.
+    broken = rewritten(saved[0], tmp_path, lambda tensors: tensors.update(
+        last_ended=Tensor((1 - newest).astype(np.int32))))
+    target = make(num_envs=2, stack_size=3, n_step=2, max_length=9)
+    before = parameters(target)
+    with pytest.raises(ValueError, match=r"break the contract: last_ended=\[.*\] must be the newest row's"):
+        load_checkpoint(broken, target)
+    assert_same(before, parameters(target))
 
 
 def test_a_checkpoint_without_the_start_table_gets_it_built_from_the_ranks(saved, tmp_path):
