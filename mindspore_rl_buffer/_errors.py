@@ -8,7 +8,27 @@ for an index out of range.
 from __future__ import annotations
 
 import difflib
+import reprlib
 from collections.abc import Iterable
+
+# How a message quotes a value it refuses: a few items of each list and the first characters of a
+# long string or number, never the whole of a value built to be huge (a YAML alias bomb's lists).
+_QUOTE = reprlib.Repr()
+_QUOTE.maxlevel, _QUOTE.maxlist, _QUOTE.maxtuple, _QUOTE.maxdict = 2, 6, 6, 6
+_QUOTE.maxstring, _QUOTE.maxlong, _QUOTE.maxother = 60, 40, 60
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` cut short for a message: at most 2 levels deep, 6 items a level, 60 characters a string.
+
+    Examples:
+        >>> from mindspore_rl_buffer._errors import shown
+        >>> shown([[[1, 2]]] * 100)
+        '[[[...]], [[...]], [[...]], [[...]], [[...]], [[...]], ...]'
+        >>> shown(2**200)
+        '160693804425899027...2993782792835301376'
+    """
+    return _QUOTE.repr(value)
 
 # Shown when a bare ``self.buffer.insert(...)`` statement inside a compiled ``construct`` is
 # rewritten by MindSpore's parser into ``self.buffer = self.buffer.insert(...)``.

@@ -105,11 +105,15 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
     Raises:
         TypeError, ValueError: If a kind is unknown or the config is not one the trainer can
             run (see :func:`~mindspore_rl_buffer.apps.dqn.config.check_config`), or a
-            TransitionReplayBuffer entry comes with the numpy buffer or gymnasium.
+            TransitionReplayBuffer entry, or one with ``replace: False``, comes with the numpy buffer
+            (or, the former, with gymnasium).
         ImportError: If ``env_kind='gymnasium'`` and gymnasium is not installed.
     """
     entry = check_config(config)
     check_kinds(buffer_kind, env_kind, entry.transitions)
+    if buffer_kind == "numpy" and not entry.replace:
+        raise ValueError("For 'train', the replay buffer's 'replace' must be True (or left out) with the numpy buffer "
+                         "(--buffer numpy), which samples with replacement only, but got False.")
 
     def get(section: str, key: str) -> Any:
         return setting(config, section, key)

@@ -27,8 +27,9 @@ from typing import Any
 import mindspore as ms
 
 from mindspore_rl_buffer import PriorityReplayBuffer, TransitionReplayBuffer
+from mindspore_rl_buffer._errors import did_you_mean, shown
 from mindspore_rl_buffer._validation import SEED_END
-from mindspore_rl_buffer.apps.dqn.cartpole import MAX_EPISODE_STEPS, OBSERVATION_SIZE
+from mindspore_rl_buffer.apps.dqn.cartpole import MAX_EPISODE_STEPS, NUM_ACTIONS, OBSERVATION_SIZE
 from mindspore_rl_buffer.apps.dqn.schedule import MAX_STEPS
 from mindspore_rl_buffer.config import buffer_arguments
 from mindspore_rl_buffer.config_yaml import yaml_number_spelling
@@ -58,7 +59,7 @@ SETTINGS: dict[tuple[str, str], tuple[str, Any]] = {
     ("policy", "epsilon_end"): ("fraction", _REQUIRED),
     ("policy", "epsilon_decay_steps"): ("int>0", _REQUIRED),
     ("environment", "num_envs"): ("envs", _REQUIRED),
-    ("environment", "max_episode_steps"): ("int32>0", MAX_EPISODE_STEPS),
+    ("environment", "max_episode_steps"): ("int>0", MAX_EPISODE_STEPS),
     ("trainer", "max_steps"): ("steps", _REQUIRED),
     ("trainer", "learning_starts"): ("int>=0", _REQUIRED),
     ("trainer", "learn_steps_per_collect"): ("int>0", _REQUIRED),
@@ -70,6 +71,10 @@ SETTINGS: dict[tuple[str, str], tuple[str, Any]] = {
     ("trainer", "log_interval"): ("int>0", 50),
     ("trainer", "seed"): ("seed", 0),
 }
+# The keys each section may hold: its settings, and the environment's name.
+SECTION_KEYS: dict[str, tuple[str, ...]] = {
+    section: (*(key for (where, key) in SETTINGS if where == section), *(("name",) if section == "environment" else ()))
+    for section in SECTIONS[1:]}
 # At most this many training environments, and evaluation episodes (each plays in an environment of
 # its own): every one is a row of the device state and of each collect's batch, and gymnasium builds
 # an object per environment. 100,000 is far past what CartPole needs (8 and 100 in configs/dqn.py);
@@ -78,6 +83,9 @@ MAX_ENVS = 100_000
 # The widest hidden layer: a 16384 x 16384 float32 Dense weight is already 1 GiB, held by the online
 # and the target network and twice more by Adam's moments.
 MAX_WIDTH = 16_384
+# All the network's weights together: as many as one such layer (a deep stack of wide layers would
+# otherwise pass the width check and allocate tens of GiB before failing).
+MAX_WEIGHTS = MAX_WIDTH**2
 
 
 def _is_int(value: Any) -> bool:
@@ -95,16 +103,18 @@ def _is_finite(value: Any) -> bool:
 
 
 def _is_widths(value: Any) -> bool:
-    return (isinstance(value, (list, tuple)) and len(value) > 0
-            and all(_is_int(width) and 1 <= width <= MAX_WIDTH for width in value))
+    if not (isinstance(value, (list, tuple)) and len(value) > 0
+            and all(_is_int(width) and 1 <= width <= MAX_WIDTH for width in value)):
+        return False
+    sizes = [OBSERVATION_SIZE, *value, NUM_ACTIONS]
+    return sum(a * b for a, b in zip(sizes, sizes[1:])) <= MAX_WEIGHTS
 
 
 # kind -> (what it must be, as an error message says it; the check).
 _KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
-    "int>0": ("an int > 0", lambda value: _is_int(value) and value >= 1),
-    "int>=0": ("an int >= 0", lambda value: _is_int(value) and value >= 0),
-    # The environments count episode steps in int32.
-    "int32>0": ("an int in [1, 2**31)", lambda value: _is_int(value) and 1 <= value < 2**31),
+    # The loops count steps, learn steps and the target sync in int32 tensors: a larger value would wrap.
+    "int>0": ("an int in [1, 2**31)", lambda value: _is_int(value) and 1 <= value < 2**31),
+    "int>=0": ("an int in [0, 2**31)", lambda value: _is_int(value) and 0 <= value < 2**31),
     "envs": (f"an int in [1, {MAX_ENVS}]", lambda value: _is_int(value) and 1 <= value <= MAX_ENVS),
     # The bound of --max-steps (see schedule.MAX_STEPS).
     "steps": (f"an int in [1, {MAX_STEPS}] (environment steps)",
@@ -115,7 +125,8 @@ _KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "number>0": ("a finite number > 0", lambda value: _is_finite(value) and value > 0),
     "number": ("a finite number", _is_finite),
     "bool": ("a bool", lambda value: isinstance(value, bool)),
-    "widths": (f"a non-empty list of ints in [1, {MAX_WIDTH}] (the hidden layers' widths)", _is_widths),
+    "widths": (f"a non-empty list of ints in [1, {MAX_WIDTH}] (the hidden layers' widths) with at most "
+               f"2**28 weights in all layers together (1 GiB of float32)", _is_widths),
 }
 
 
@@ -130,12 +141,14 @@ class BufferEntry:
         n_step (int): Steps per return of a :class:`~mindspore_rl_buffer.TransitionReplayBuffer`
             (its samples hold n-step returns and their discounts); ``None`` for a buffer of
             five-column transitions. Default: ``None``.
+        replace (bool): Whether a sample draws with replacement. Default: ``True``.
     """
 
     buffer_type: type
     capacity: int
     sample_size: int
     n_step: int | None = None
+    replace: bool = True
 
     @property
     def transitions(self) -> bool:
@@ -163,6 +176,16 @@ def _check_sections(config: Any) -> None:
         if not isinstance(config[section], Mapping):
             raise TypeError(f"For 'train', the '{section}' entry must be a dict, "
                             f"but got {type(config[section]).__name__}.")
+    # A misspelt key would otherwise leave its setting at the default without a word.
+    for key in config:
+        if key not in SECTIONS:
+            raise ValueError(f"For 'train', the 'algorithm_config' has the entries {list(SECTIONS)}, but got "
+                             f"the unknown entry {shown(key)}{did_you_mean(key, SECTIONS) or '.'}")
+    for section, keys in SECTION_KEYS.items():
+        for key in config[section]:
+            if key not in keys:
+                raise ValueError(f"For 'train', the '{section}' entry takes {', '.join(repr(k) for k in keys)}, "
+                                 f"but got the unknown key {shown(key)}{did_you_mean(key, keys) or '.'}")
 
 
 def _refuse_text_numbers(where: str, value: Any) -> None:
@@ -191,7 +214,7 @@ def _check_settings(config: Mapping[str, Any]) -> None:
         expected, valid = _KINDS[kind]
         if key in config[section] and not valid(config[section][key]):
             raise ValueError(f"For 'train', the '{section}.{key}' must be {expected}, "
-                             f"but got {config[section][key]!r}.")
+                             f"but got {shown(config[section][key])}.")
 
 
 def _check_columns(shapes: list[tuple[int, ...]], types: list[Any], expected_shapes: tuple, expected_types: tuple,
@@ -216,18 +239,18 @@ def _check_transitions(config: Mapping[str, Any], buffer_type: type, arguments: 
     if values["num_envs"] != num_envs:
         raise ValueError(f"For 'train', the replay buffer's 'num_envs' must equal 'environment.num_envs' "
                          f"({num_envs}): each row holds one step of every environment, but got "
-                         f"{values['num_envs']!r}.")
+                         f"{shown(values['num_envs'])}.")
     gamma = setting(config, "learner", "gamma")
     if values["gamma"] != gamma:
         raise ValueError(f"For 'train', the replay buffer's 'gamma' must equal 'learner.gamma' ({gamma}): the "
                          f"buffer discounts the n-step returns and the learner bootstraps with the discount it "
-                         f"samples, but got {values['gamma']!r}.")
+                         f"samples, but got {shown(values['gamma'])}.")
     if values["stack_size"] != 1:
         raise ValueError(f"For 'train', the replay buffer's 'stack_size' must be 1 (the Q-network takes one "
-                         f"CartPole observation), but got {values['stack_size']!r}.")
+                         f"CartPole observation), but got {shown(values['stack_size'])}.")
     n_step = values["n_step"]
     if isinstance(n_step, bool) or not isinstance(n_step, int) or n_step < 1:
-        raise ValueError(f"For 'train', the replay buffer's 'n_step' must be an int > 0, but got {n_step!r}.")
+        raise ValueError(f"For 'train', the replay buffer's 'n_step' must be an int > 0, but got {shown(n_step)}.")
     # A sample needs a valid start: 2 interior rows (n_step + 3 steps stored) always hold one, since a
     # final row follows a row with a flag, which is not final (see mindspore_rl_buffer.ops.transition).
     steps = n_step + 3
@@ -240,6 +263,18 @@ def _check_transitions(config: Mapping[str, Any], buffer_type: type, arguments: 
                          f"with a TransitionReplayBuffer of n_step {n_step} and {num_envs} environments, so that "
                          f"the first sample finds a valid start (n_step + 3 steps stored), but got {learning_starts}.")
     return n_step
+
+
+def _check_first_sample(config: Mapping[str, Any], sample_size: int) -> None:
+    """A buffer sampled without replacement holds ``sample_size`` items when learning starts."""
+    num_envs = setting(config, "environment", "num_envs")
+    learning_starts = setting(config, "trainer", "learning_starts")
+    stored = math.ceil(max(learning_starts, 1) / num_envs) * num_envs  # collects add num_envs at a time
+    if stored < sample_size:
+        raise ValueError(f"For 'train', the replay buffer's 'sample_size' must be at most the {stored} transitions "
+                         f"stored when learning starts ('trainer.learning_starts' {learning_starts}, "
+                         f"{num_envs} environments) when it samples without replacement ('replace': False), but "
+                         f"got {sample_size}: raise 'learning_starts' to at least {sample_size}.")
 
 
 def check_config(config: Mapping[str, Any]) -> BufferEntry:
@@ -303,7 +338,7 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
     name = config["environment"].get("name", ENVIRONMENT)
     if name != ENVIRONMENT:
         raise ValueError(f"For 'train', the 'environment.name' must be '{ENVIRONMENT}' (the only environment "
-                         f"implemented), but got {name!r}.")
+                         f"implemented), but got {shown(name)}.")
     buffer_type, number, arguments = buffer_arguments(config["replay_buffer"])
     if number != 1:
         raise ValueError(f"For 'train', the replay buffer's 'number' must be 1, but got {number}.")
@@ -314,13 +349,16 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
     if arguments["sample_size"] > arguments["capacity"]:  # a batch larger than what the buffer can ever hold
         raise ValueError(f"For 'train', the replay buffer's 'sample_size' must be at most its 'capacity' "
                          f"({arguments['capacity']}), but got {arguments['sample_size']}.")
+    replace = arguments.get("replace", True)
+    if replace is False:
+        _check_first_sample(config, arguments["sample_size"])
     shapes = [tuple(shape) for shape in arguments["data_shape"]]
     if issubclass(buffer_type, TransitionReplayBuffer):
         _check_columns(shapes, arguments["data_type"], STEP_SHAPES, STEP_TYPES, STEP_COLUMNS)
         n_step = _check_transitions(config, buffer_type, arguments)
         return BufferEntry(buffer_type, arguments["capacity"], arguments["sample_size"], n_step)
     _check_columns(shapes, arguments["data_type"], COLUMN_SHAPES, COLUMN_TYPES, COLUMNS)
-    return BufferEntry(buffer_type, arguments["capacity"], arguments["sample_size"])
+    return BufferEntry(buffer_type, arguments["capacity"], arguments["sample_size"], replace=replace is not False)
 
 
 def setting(config: Mapping[str, Any], section: str, key: str) -> Any:

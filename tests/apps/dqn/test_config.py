@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from mindspore_rl_buffer import ReplayBuffer, load_config
+from mindspore_rl_buffer._errors import shown
 from mindspore_rl_buffer.apps.dqn import build_agent, check_config, train
 from mindspore_rl_buffer.apps.dqn.numpy_buffer import NumpyReplayBuffer
 from mindspore_rl_buffer.config import buffer_arguments
@@ -162,7 +163,8 @@ def test_every_missing_setting_is_named_before_anything_is_built():
 @pytest.mark.parametrize(("section", "key", "value", "kind"), [
     ("trainer", "max_steps", 0, r"an int in \[1, 1000000000\] \(environment steps\)"),
     ("trainer", "max_steps", -5, r"an int in \[1, 1000000000\] \(environment steps\)"),
-    ("trainer", "eval_interval", 2.5, "an int > 0"), ("trainer", "learning_starts", True, "an int >= 0"),
+    ("trainer", "eval_interval", 2.5, r"an int in \[1, 2\*\*31\)"),
+    ("trainer", "learning_starts", True, r"an int in \[0, 2\*\*31\)"),
     ("learner", "learning_rate", "fast", "a finite number > 0"), ("learner", "double_dqn", 1, "a bool")])
 def test_a_setting_of_the_wrong_kind_is_named(section, key, value, kind):
     config = small_config()
@@ -194,7 +196,7 @@ def test_a_setting_of_the_wrong_kind_is_named(section, key, value, kind):
 def test_a_setting_out_of_its_range_is_refused_before_anything_is_built(section, key, value, expected):
     config = small_config()
     config[section][key] = value
-    message = rf"For 'train', the '{section}\.{key}' must be {expected}.*, but got {re.escape(repr(value))}\."
+    message = rf"For 'train', the '{section}\.{key}' must be {expected}.*, but got {re.escape(shown(value))}\."
     with pytest.raises(ValueError, match=message):
         check_config(config)
     with pytest.raises(ValueError, match=message):
@@ -268,3 +270,75 @@ def test_train_with_a_yaml_file_of_1e_3_says_how_to_write_it(tmp_path, capsys):
     assert error.startswith(f"error: For 'load_config', the key 'learning_rate' in '{path}' (line ")
     assert "but got 2e-3, which it reads as text: write 2.0e-3" in error
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("section", "key", "hint"), [
+    ("policy", "hidden_size", "; did you mean hidden_sizes?"), ("learner", "double_dq", "; did you mean double_dqn?"),
+    ("trainer", "seeed", "; did you mean seed?"), ("trainer", "eval_start", "; did you mean eval_starts?"),
+    ("environment", "nmae", "; did you mean name?"), ("trainer", "gpu", ".")])
+def test_an_unknown_key_in_a_section_is_named_not_ignored(section, key, hint):
+    config = small_config()
+    config[section][key] = 1
+    with pytest.raises(ValueError, match=rf"the '{section}' entry takes .*, but got the unknown key '{key}'"
+                                         rf"{re.escape(hint)}$"):
+        check_config(config)
+    with pytest.raises(ValueError, match=f"unknown key '{key}'"):
+        train(config, progress=False)
+
+
+def test_an_unknown_entry_at_the_top_level_is_named():
+    config = small_config()
+    config["learnerr"] = {"gamma": 0.5}
+    with pytest.raises(ValueError, match=r"but got the unknown entry 'learnerr'; did you mean learner\?$"):
+        check_config(config)
+
+
+@pytest.mark.parametrize(("section", "key", "value"), [
+    ("trainer", "learn_steps_per_collect", 2**32 + 1), ("learner", "target_sync_period", 2**63),
+    ("trainer", "learning_starts", 2**31), ("policy", "epsilon_decay_steps", 2**40)])
+def test_an_int_setting_beyond_int32_is_refused_not_wrapped(section, key, value):
+    config = small_config()
+    config[section][key] = value
+    with pytest.raises(ValueError,
+                       match=rf"the '{section}.{key}' must be an int in \[[01], 2\*\*31\), but got {value}\."):
+        check_config(config)
+    config[section][key] = 2**31 - 1
+    check_config(config)
+
+
+def test_a_huge_nested_value_is_quoted_short_and_fast():
+    bomb = ["lol"] * 10
+    for _ in range(30):  # 10**31 leaves, shared: what a YAML alias bomb loads into
+        bomb = [bomb] * 10
+    for section, key in (("trainer", "max_steps"), ("policy", "hidden_sizes")):
+        config = small_config()
+        config[section][key] = bomb
+        with pytest.raises(ValueError) as error:
+            check_config(config)
+        assert f"the '{section}.{key}' must be" in str(error.value) and len(str(error.value)) < 600
+
+
+def test_hidden_layers_with_more_weights_than_one_widest_layer_are_refused():
+    config = small_config()
+    config["policy"]["hidden_sizes"] = [16384]
+    check_config(config)
+    config["policy"]["hidden_sizes"] = [16384, 16384]
+    with pytest.raises(ValueError,
+                       match=r"with at most 2\*\*28 weights in all layers together .*but got \[16384, 16384\]"):
+        check_config(config)
+
+
+def test_sampling_without_replacement_needs_the_batch_stored_when_learning_starts():
+    config = small_config(learning_starts=61)  # 4 environments: 64 transitions stored at the first learn step
+    config["replay_buffer"]["replace"] = False
+    check_config(config)  # sample_size 64
+    config["replay_buffer"]["sample_size"] = 65
+    with pytest.raises(ValueError, match=r"'sample_size' must be at most the 64 transitions stored when learning "
+                                         r"starts \('trainer.learning_starts' 61, 4 environments\) .* but got 65"):
+        check_config(config)
+    config["trainer"]["learning_starts"] = 65
+    assert not check_config(config).replace
+    with pytest.raises(ValueError, match=r"the replay buffer's 'replace' must be True .* \(--buffer numpy\)"):
+        build_agent(config, buffer_kind="numpy")
+    result = train(config, progress=False, seed=0, max_steps=120)  # the device buffer samples without replacement
+    assert result.learn_steps > 0
