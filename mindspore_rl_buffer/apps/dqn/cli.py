@@ -224,6 +224,11 @@ def _train(args: argparse.Namespace) -> int:
     except (MissingExtraError, FileExistsError, IsADirectoryError) as error:  # raised before any training
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except MemoryError as error:  # numpy's names the allocation, MindSpore's may be empty
+        print(f"error: out of memory building the run ({error or type(error).__name__}): the replay buffer holds "
+              f"'replay_buffer.capacity' ({check_config(config).capacity}) transitions and the networks "
+              f"'policy.hidden_sizes' ({setting(config, 'policy', 'hidden_sizes')}); lower them", file=sys.stderr)
+        return 2
     except OSError as error:  # writing the checkpoint or the curve: a full disk, a folder changed meanwhile
         return _failed(error, f"could not write the run to --out {args.out!r}", args.out)
     print(f"{result.env_steps} environment steps, {result.learn_steps} learn steps in {result.wall_time:.1f} s of "
@@ -231,6 +236,9 @@ def _train(args: argparse.Namespace) -> int:
           f"over the whole run, {result.loop} loop)")
     print(f"learning curve: {result.curve_path}")
     print(f"checkpoint: {result.checkpoint_path}")
+    if result.checkpoint_path.name != trainer.CHECKPOINT or result.curve_path.name != trainer.CURVE:
+        print(f"note: another run wrote to --out {args.out!r} while this one trained; its files were left as they "
+              f"are, and this run's keep the names above", file=sys.stderr)
     episodes, threshold = setting(config, "trainer", "eval_episodes"), setting(config, "trainer", "solve_threshold")
     evaluations = setting(config, "trainer", "solve_evaluations")
     if result.solved:

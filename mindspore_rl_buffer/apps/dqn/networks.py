@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import mindspore as ms
+import numpy as np
 from mindspore import nn
 
 from mindspore_rl_buffer.apps.dqn.cartpole import NUM_ACTIONS, OBSERVATION_SIZE
@@ -143,23 +144,38 @@ def load_q_network(path: str | Path) -> QNetwork:
             checkpoint of that format, holds no Q-network weights (``layers.<i>.weight`` and
             ``.bias``; the message names what it holds), or holds a network that does not map
             CartPole's 4 observations to its 2 actions through layers whose sizes chain (each
-            weight ``(out, in)`` with its bias ``(out,)``).
+            weight ``(out, in)`` with its bias ``(out,)``), holds several networks' weights (a
+            training Cell's file), or holds a NaN or an infinity.
     """
     parameters = _read(path)
-    weights = {}
+    weights, sources = {}, {}
     for name, parameter in parameters.items():
         match = _LAYER.search(name)
         if match:
-            weights[match.group(1)] = parameter.asnumpy()
+            if match.group(1) in weights:  # a whole training Cell's file: the target network, Adam's moments...
+                raise ValueError(f"For 'evaluate', the checkpoint '{path}' must hold one Q-network, but "
+                                 f"'{sources[match.group(1)]}' and '{name}' are both its '{match.group(1)}'; save the "
+                                 f"network alone (train writes dqn_cartpole.ckpt so).")
+            weights[match.group(1)], sources[match.group(1)] = parameter.asnumpy(), name
     layers = sorted({int(name.split(".")[1]) for name in weights})
     if not layers or any(f"layers.{i}.{part}" not in weights for i in layers for part in ("weight", "bias")):
         raise ValueError(f"For 'evaluate', the checkpoint '{path}' must hold a Q-network's weights "
                          f"('layers.<i>.weight' and '.bias'), but it holds {_holdings(parameters)}.")
     shapes = [weights[f"layers.{i}.weight"].shape for i in layers]  # (out, in) per Dense layer
+    for name, value in weights.items():
+        if not np.isfinite(value).all():  # a corrupt or diverged file would play arbitrary actions
+            raise ValueError(f"For 'evaluate', the checkpoint '{path}' must hold finite weights, but its "
+                             f"'{sources[name]}' holds {int(np.isnan(value).sum())} NaN and "
+                             f"{int(np.isinf(value).sum())} infinite values.")
     _check_shapes(path, shapes, [weights[f"layers.{i}.bias"].shape for i in layers])
     q_net = QNetwork(shapes[0][1], shapes[-1][0], [shape[0] for shape in shapes[:-1]])
+    # The file's layers in the order of their numbers, whatever the numbers (QNetwork's Dense layers are
+    # 0, 2, 4, ... between its ReLUs; another network's may be 0, 1, 2, ...).
+    own = sorted({int(_LAYER.search(parameter.name).group(1).split(".")[1]) for parameter in q_net.get_parameters()})
+    number = dict(zip(own, layers))
     for parameter in q_net.get_parameters():
-        parameter.set_data(ms.Tensor(weights[_LAYER.search(parameter.name).group(1)]))
+        _, i, part = _LAYER.search(parameter.name).group(1).split(".")
+        parameter.set_data(ms.Tensor(weights[f"layers.{number[int(i)]}.{part}"]))
     return q_net
 
 

@@ -9,6 +9,7 @@ one launch per collect step, learn step and evaluation step, for comparison.
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -191,8 +192,30 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
     result.steps_per_second = result.env_steps / max(result.wall_time, 1e-9)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        result.checkpoint_path = out / CHECKPOINT
-        save_q_network(agent.q_net, result.checkpoint_path)
-        result.curve_path = out / CURVE
-        plot_learning_curve(result, result.curve_path, threshold, evaluations)
+        # Written under this run's own names first, then published under the final ones.
+        checkpoint, curve = (out / f"{Path(name).stem}.{os.getpid()}{Path(name).suffix}"
+                             for name in (CHECKPOINT, CURVE))
+        save_q_network(agent.q_net, checkpoint)
+        result.checkpoint_path = publish(checkpoint, out / CHECKPOINT, overwrite)
+        plot_learning_curve(result, curve, threshold, evaluations)
+        result.curve_path = publish(curve, out / CURVE, overwrite)
     return result
+
+
+def publish(written: Path, final: Path, overwrite: bool) -> Path:
+    """Give the file ``written`` the name ``final``; return the name it has.
+
+    Without ``overwrite`` a file created at ``final`` since the run checked its folder (another
+    run writing there at the same time) is never replaced: ``final`` is created exclusively,
+    and if it exists the file keeps its own name ``written``.
+    """
+    if overwrite:
+        os.replace(written, final)
+        return final
+    try:
+        with open(final, "xb") as target:
+            target.write(written.read_bytes())
+    except FileExistsError:
+        return written
+    written.unlink()
+    return final

@@ -301,7 +301,7 @@ def test_a_failed_write_of_the_outputs_is_an_error_naming_the_path(tmp_path, cap
     assert _train(tmp_path / "run", "--max-steps", "64") == 1
     error = capsys.readouterr().err
     assert error.startswith(f"error: could not write the run to --out '{tmp_path / 'run'}'")
-    assert "No space left on device" in error and str(tmp_path / "run" / "dqn_cartpole.ckpt") in error
+    assert "No space left on device" in error and str(tmp_path / "run" / "dqn_cartpole.") in error
     assert "Traceback" not in error
     checkpoint = tmp_path / "q.ckpt"
     save_q_network(QNetwork(4, 2, (16, 8)), checkpoint)
@@ -424,3 +424,89 @@ def test_a_config_budget_that_is_not_a_multiple_is_named_in_the_note(tmp_path, c
                                          "--no-progress"])
     assert "note: the config's trainer.max_steps 150001 is rounded up to 150008 environment steps" \
         in capsys.readouterr().err
+
+
+def test_a_run_written_meanwhile_into_the_same_folder_is_kept_and_this_run_keeps_its_own_names(
+        tmp_path, capsys, monkeypatch):
+    from mindspore_rl_buffer.apps.dqn import trainer
+
+    save = trainer.save_q_network
+
+    def other_run_finished_meanwhile(q_net, path):  # another train into the same folder, done while this one ran
+        for name in (trainer.CHECKPOINT, trainer.CURVE):
+            (tmp_path / "run" / name).write_bytes(b"the other run's " + name.encode())
+        save(q_net, path)
+
+    monkeypatch.setattr(trainer, "save_q_network", other_run_finished_meanwhile)
+    assert _train(tmp_path / "run", "--max-steps", "64") == 0
+    captured = capsys.readouterr()
+    assert "note: another run wrote to --out" in captured.err
+    files = _contents(tmp_path / "run")
+    assert files["dqn_cartpole.ckpt"] == b"the other run's dqn_cartpole.ckpt"
+    assert files["learning_curve.png"] == b"the other run's learning_curve.png"
+    own = sorted(set(files) - {"dqn_cartpole.ckpt", "learning_curve.png"})
+    assert [name.split(".")[0] for name in own] == ["dqn_cartpole", "learning_curve"]
+    assert f"checkpoint: {tmp_path / 'run' / own[0]}" in captured.out
+    assert cli.main(["evaluate", "--checkpoint", str(tmp_path / "run" / own[0]), "--episodes", "2"]) == 0
+
+
+def test_publish_creates_the_final_name_exclusively_unless_asked_to_overwrite(tmp_path):
+    from mindspore_rl_buffer.apps.dqn.trainer import publish
+
+    (tmp_path / "mine.1").write_bytes(b"mine")
+    assert publish(tmp_path / "mine.1", tmp_path / "final", overwrite=False) == tmp_path / "final"
+    assert (tmp_path / "final").read_bytes() == b"mine" and not (tmp_path / "mine.1").exists()
+    (tmp_path / "mine.2").write_bytes(b"second")
+    assert publish(tmp_path / "mine.2", tmp_path / "final", overwrite=False) == tmp_path / "mine.2"
+    assert (tmp_path / "final").read_bytes() == b"mine" and (tmp_path / "mine.2").read_bytes() == b"second"
+    assert publish(tmp_path / "mine.2", tmp_path / "final", overwrite=True) == tmp_path / "final"
+    assert (tmp_path / "final").read_bytes() == b"second" and not (tmp_path / "mine.2").exists()
+
+
+def test_running_out_of_memory_building_the_run_is_an_error_naming_the_sizes(tmp_path, capsys, monkeypatch):
+    from mindspore_rl_buffer.apps.dqn import trainer
+
+    def too_large(*args, **kwargs):
+        raise MemoryError("Unable to allocate 16.0 GiB for an array with shape (1073741824, 4)")
+
+    monkeypatch.setattr(trainer, "train", too_large)
+    assert _train(tmp_path / "run") == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: out of memory building the run (Unable to allocate 16.0 GiB")
+    assert "'replay_buffer.capacity' (100000)" in error and "'policy.hidden_sizes' ((128, 128))" in error
+    assert "Traceback" not in error
+
+
+def test_a_q_network_whose_layers_are_numbered_one_after_another_loads_in_their_order(tmp_path):
+    from mindspore_rl_buffer.apps.dqn.networks import load_q_network
+
+    rng = np.random.default_rng(0)
+    values = [rng.normal(size=shape).astype(np.float32) for shape in ((8, 4), (8,), (2, 8), (2,))]
+    names = ["layers.0.weight", "layers.0.bias", "layers.1.weight", "layers.1.bias"]
+    ms.save_checkpoint([{"name": n, "data": ms.Tensor(v)} for n, v in zip(names, values)], str(tmp_path / "q.ckpt"))
+    loaded = load_q_network(tmp_path / "q.ckpt")
+    for parameter, value in zip(loaded.get_parameters(), values):
+        np.testing.assert_array_equal(parameter.asnumpy(), value)
+
+
+def test_a_checkpoint_of_several_networks_is_refused_naming_two_of_them(tmp_path, capsys):
+    q_net = QNetwork(4, 2, (8,))
+    entries = [{"name": f"{prefix}.{p.name}", "data": p} for prefix in ("policy.q_net", "optimizer.moment2")
+               for p in q_net.get_parameters()]
+    ms.save_checkpoint(entries, str(tmp_path / "cell.ckpt"))
+    assert cli.main(["evaluate", "--checkpoint", str(tmp_path / "cell.ckpt")]) == 2
+    error = capsys.readouterr().err
+    assert "must hold one Q-network, but 'policy.q_net.layers.0.weight' and 'optimizer.moment2.layers.0.weight' " \
+           "are both its 'layers.0.weight'" in error
+
+
+def test_a_checkpoint_with_a_nan_weight_is_refused_naming_it(tmp_path, capsys):
+    q_net = QNetwork(4, 2, (8,))
+    weight = list(q_net.get_parameters())[2]
+    value = weight.asnumpy()
+    value[1, 3], value[0, 0] = np.nan, np.inf
+    weight.set_data(ms.Tensor(value))
+    save_q_network(q_net, tmp_path / "q.ckpt")
+    assert cli.main(["evaluate", "--checkpoint", str(tmp_path / "q.ckpt")]) == 2
+    assert (f"the checkpoint '{tmp_path / 'q.ckpt'}' must hold finite weights, but its 'layers.2.weight' holds 1 NaN "
+            f"and 1 infinite values") in capsys.readouterr().err
