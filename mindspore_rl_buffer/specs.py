@@ -174,14 +174,19 @@ def column_specs(
 
 
 MAX_COLUMN_BYTES = 2**40  # 1 TiB: more than any device holds; a larger column is a mistake, not a buffer
+MAX_ITEM_DIMS = 7  # a column adds its rows: a gather of 8-D items fails in the graph (9-D input)
 
 
 def check_column_bytes(op: str, rows: int, specs: Sequence[Any]) -> None:
-    """Every column of ``rows`` rows of its spec: items of positive dims and at most ``MAX_COLUMN_BYTES`` in all."""
+    """Every column of ``rows`` rows of its spec: items of positive dims, at most ``MAX_ITEM_DIMS`` of them, and
+    at most ``MAX_COLUMN_BYTES`` in all."""
     for spec in specs:
         if 0 in spec.shape:
             raise _errors.column_error(op, spec.name, "shape", "a tuple of ints >= 1 (an empty item stores nothing)",
                                        spec.shape)
+        if len(spec.shape) > MAX_ITEM_DIMS:
+            raise _errors.column_error(op, spec.name, "shape", f"at most {MAX_ITEM_DIMS} dims (MindSpore's kernels "
+                                       f"take tensors of up to 8 dims, one of them the rows)", spec.shape)
         size = rows * spec.nbytes
         if size > MAX_COLUMN_BYTES:
             raise _errors.column_error(op, spec.name, "size", f"at most {MAX_COLUMN_BYTES} bytes (1 TiB)",

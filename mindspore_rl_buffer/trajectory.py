@@ -32,6 +32,7 @@ from mindspore_rl_buffer.nest import FlatSpec, leaf_at
 from mindspore_rl_buffer.ops import ring
 from mindspore_rl_buffer.ops._common import STREAM_SEGMENTS, owned_seed, uniform_int
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
+from mindspore_rl_buffer.specs import MAX_ITEM_DIMS
 from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI, add_counter_contract, added_default, item_ids
 
 
@@ -143,6 +144,11 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         self._template = self._flat.template
         self._descriptions = self._flat.descriptions()
         self._leaf_shapes = self._flat.shapes((self._batch_size,))
+        for leaf, shape in zip(self._descriptions, self._flat.shapes(())):
+            if len(shape) >= MAX_ITEM_DIMS:  # stored with a segment axis, below the rows
+                raise ValueError(f"For '{op}', the shape of {leaf} must have at most {MAX_ITEM_DIMS - 1} dims (stored "
+                                 f"with the segment axis and the rows in MindSpore's tensors of up to 8 dims), but got "
+                                 f"{shape}.")
         self._leaf_dtypes = self._flat.dtypes()
         self._seed = check_seed(op, seed)
         self._draw_seed = owned_seed(self._seed)  # what the random operators take

@@ -384,3 +384,27 @@ def test_a_call_with_missing_or_extra_arguments_names_the_method_and_changes_not
     assert state_of(buffers["replay"])[1:] == before["replay"][1:]
     for got, want in zip(buffers["priority"].get_parameters(), before["priority"]):
         np.testing.assert_array_equal(got.asnumpy(), want)
+
+
+def test_items_of_more_dims_than_mindspores_kernels_take_are_refused_when_the_buffer_is_made():
+    from mindspore_rl_buffer import ReplayBuffer, TrajectoryReplayBuffer
+    from mindspore_rl_buffer.specs import TensorSpec
+
+    with pytest.raises(ValueError, match=r"^For 'ReplayBuffer', the shape of column 'obs' must be at most 7 dims "
+                                         r"\(MindSpore's kernels take tensors of up to 8 dims, one of them the rows\), "
+                                         r"but got \(1, 1, 1, 1, 1, 1, 1, 2\)\.$"):
+        ReplayBuffer(1, 4, [(1,) * 7 + (2,)], [ms.float32], names=["obs"])
+    with pytest.raises(ValueError, match=r"^For 'TrajectoryReplayBuffer', the shape of items\['obs'\] must have at "
+                                         r"most 6 dims .* but got \(1, 1, 1, 1, 1, 1, 2\)\.$"):
+        TrajectoryReplayBuffer({"obs": TensorSpec((1,) * 6 + (2,), ms.float32)}, batch_size=1, max_length=4)
+    # The largest items each takes sample back what was stored.
+    item = np.arange(2, dtype=np.float32).reshape((1,) * 6 + (2,))
+    rb = ReplayBuffer(1, 4, [item.shape], [ms.float32])
+    rb.insert([item[None]])
+    np.testing.assert_array_equal(rb.sample()[0].asnumpy(), item[None])
+    trajectory = TrajectoryReplayBuffer({"obs": TensorSpec(item.shape[1:], ms.float32)}, batch_size=1, max_length=4)
+    trajectory.add_batch({"obs": item})
+    trajectory.add_batch({"obs": item + 2})
+    steps, _ = trajectory.get_next(sample_batch_size=3, num_steps=2)
+    expected = np.broadcast_to(np.stack([item, item + 2], 1), (3, 2, *item.shape[1:]))
+    np.testing.assert_array_equal(steps["obs"].asnumpy(), expected)
