@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mindspore_rl_buffer.ops.transition import rank_period
+
 
 def held_int(value: object) -> int | None:
     """A checkpoint's scalar integer as an int, or ``None`` if it is missing or is no 0-d
@@ -52,9 +54,12 @@ def episode_contract(head: int, count: int, last_ended: np.ndarray, finals: int,
                         f"{expected_last.astype(int).tolist()}")
     if (stored[1:] & stored[:-1]).any():
         problems.append("a final row (the one after an episode's end) carries a flag")
+    if not 0 <= finals < rank_period(size) or (count == 0 and finals):
+        problems.append(f"finals={finals} must count the final rows since the last reset, modulo {rank_period(size)} "
+                        f"(0 in an empty buffer)")
     q = _stored_rows(head, count, max_length, num_envs)
     adjusted = ranks[q].astype(np.int64) + size * (q < head * num_envs)
-    steps = np.diff(adjusted)
+    steps = np.mod(np.diff(adjusted), rank_period(size))  # the final rows are counted modulo the period
     if count and (not np.isin(steps[:num_envs - 1], (0, 1)).all()
                   or not np.array_equal(steps[num_envs - 1:], 1 - stored[:-1].reshape(-1))
                   or ranks[q[-1]] != q[-1] - size - finals):

@@ -43,13 +43,14 @@ from mindspore_rl_buffer.contracts import episode_contract, held_int, ring_contr
 from mindspore_rl_buffer.core import RingBuffer, reserved_names, taken_names
 from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
-from mindspore_rl_buffer.ops._common import guarded, owned_seed
+from mindspore_rl_buffer.ops._common import as_read, as_stored, guarded, owned_seed
 from mindspore_rl_buffer.specs import (
     TensorSpec,
     check_batch_bytes,
     check_column_bytes,
     check_column_names,
     column_specs,
+    storage_dtype,
 )
 from mindspore_rl_buffer.tf_agents import BufferInfo
 from mindspore_rl_buffer.writer import TransitionWriter
@@ -165,8 +166,9 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         check_batch_bytes(op, "sample_size", self._sample_size, [frame], 2 * self._stack_size)
         self._specs = tuple(TensorSpec((self._num_envs, *s.shape), s.dtype, s.name) for s in step_specs)
         rows = self._max_length * self._num_envs
-        self.frames = Parameter(initializer("zeros", (rows, *frame.shape), frame.dtype), name=frame.name,
-                                requires_grad=False)
+        self.frames = Parameter(initializer("zeros", (rows, *frame.shape), storage_dtype(frame.dtype)),
+                                name=frame.name, requires_grad=False)  # bool frames as uint8, as a ring's columns
+        self._bools = tuple(spec.dtype == ms.bool_ for spec in step_specs)  # what a sample casts back
         self.ranks = Parameter(initializer("zeros", (rows,), ms.int32), name="ranks", requires_grad=False)
         # one slot per row and a spare one that final rows write (ops.select_starts)
         self.start_table = Parameter(initializer("zeros", (rows + 1,), ms.int32), name="start_table",
@@ -260,8 +262,8 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
             batch = guarded(batch, ok, [self.last_ended])
         storage = self.storage
         last_ended, finals = transition_ops.insert_steps(self.frames, self.ranks, storage.head, storage.count,
-                                                         self.last_ended, self.finals, batch[0], batch[3], batch[4],
-                                                         self.start_table)
+                                                         self.last_ended, self.finals, as_stored(batch[0]), batch[3],
+                                                         batch[4], self.start_table)
         _ = storage.insert(batch[1:])
         ops.assign(self.last_ended, last_ended)
         ops.assign(self.finals, finals)
@@ -328,9 +330,12 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         if stack_size == 1:  # no stack axis
             rows, next_rows = rows.reshape((-1,)), next_rows.reshape((-1,))
         index = stacks.column_index(starts, self._num_envs)
-        items = (ops.gather(self.frames, rows, 0), stacks.read_rows(action, index, self._num_envs), returns,
-                 ops.gather(self.frames, next_rows, 0), discount,
-                 *(stacks.read_rows(column, index, self._num_envs) for column in storage.columns[4:]))
+        frames, bools, num_envs = self.frames, self._bools, self._num_envs
+        items = (as_read(ops.gather(frames, rows, 0), bools[0]),
+                 as_read(stacks.read_rows(action, index, num_envs), bools[1]),
+                 returns, as_read(ops.gather(frames, next_rows, 0), bools[0]), discount,
+                 *(as_read(stacks.read_rows(column, index, num_envs), is_bool)
+                   for column, is_bool in zip(storage.columns[4:], bools[5:])))
         if not with_info:
             return total, items
         probabilities = ops.ones((batch_size,), ms.float32) / total.astype(ms.float32)

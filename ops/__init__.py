@@ -88,6 +88,7 @@ from mindspore_rl_buffer.ops.transition import (
     draw_starts,
     final_rows,
     insert_steps,
+    rank_period,
     sample_starts,
     select_starts,
 )
@@ -127,6 +128,7 @@ __all__ = [
     "plan_writes",
     "priority",
     "priority_sample",
+    "rank_period",
     "reservoir",
     "reservoir_insert",
     "sample",

@@ -208,6 +208,16 @@ def capacity_of(columns):
     return check_columns(tuple(column.shape[0] for column in columns))
 
 
+def as_stored(values):
+    """``values`` as a column of their dtype is stored: bool as uint8 (there is no bool ``ScatterUpdate``)."""
+    return ops.cast(values, ms.uint8) if values.dtype == ms.bool_ else values
+
+
+def as_read(values, is_bool):
+    """``values`` read from a column stored by :func:`as_stored`: back to bool for a bool spec."""
+    return ops.cast(values, ms.bool_) if is_bool else values
+
+
 def guarded(outputs, ok, data):
     """``outputs``, made to depend on the assertion ``ok`` (MindSpore prints ``data`` if it fails)."""
     done = ASSERT(ok, data)

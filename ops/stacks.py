@@ -39,11 +39,14 @@ def _window_constants(stack_size, n_step, gamma, which):
     ``stack_size + n_step`` count nothing. ``'weights'``: with those columns' "no end" marks
     ``A``, ``sum(A * (weights + terminated * terminal_weights))`` is the window's code
     ``stack_size * m + depth + (n_step + 1) * stack_size * [terminated at t + m - 1]``.
-    ``'powers'``: the return is ``sum(A * reward * powers)``.
+    ``'powers'``: the return is ``sum(A * reward * powers)`` over the ``'forward'`` columns (bool:
+    the rewards a return may read; only those are multiplied, since ``0 * NaN`` is NaN).
     """
     s, n = stack_size, n_step
     j = np.arange(s + n + 1)
     forward = (s <= j) & (j < s + n)
+    if which == "forward":
+        return Tensor(forward)
     if which == "weights":
         return Tensor(np.where(forward, s, j < s - 1).astype(np.float32))
     if which == "terminal_weights":
@@ -133,13 +136,17 @@ def stacked_windows(reward, terminated, truncated, starts, stack_size, n_step, g
     index = column_index(window, num_envs)
     terminal = read_rows(terminated, index, num_envs) != 0
     ends = ops.logical_or(terminal, read_rows(truncated, index, num_envs) != 0)
-    alive = (masked_counts(ends, _spans(stack_size, n_step)) == 0).astype(ms.float32)
+    whole = masked_counts(ends, _spans(stack_size, n_step)) == 0
+    alive = whole.astype(ms.float32)
     code = (alive * (terminal.astype(ms.float32) * _window_constants(stack_size, n_step, gamma, "terminal_weights")
                      + _window_constants(stack_size, n_step, gamma, "weights"))).sum(1).astype(ms.int32)
     rewards = read_rows(reward, index, num_envs)
     if rewards.dtype != ms.float32:
         rewards = rewards.astype(ms.float32)
-    returns = (alive * rewards * _window_constants(stack_size, n_step, gamma, "powers")).sum(1)
+    # Only the rewards summed are read: a NaN or an infinity in another row of the window (a stack
+    # row's, another episode's) would turn the return into NaN through a weight of 0.
+    summed = ops.logical_and(whole, _window_constants(stack_size, n_step, gamma, "forward"))
+    returns = (ops.where(summed, rewards, 0.0) * _window_constants(stack_size, n_step, gamma, "powers")).sum(1)
     discount = ops.gather(_code_table(stack_size, n_step, gamma, "discount"), code, 0)
     rows = ops.gather_elements(window, 1, ops.gather(_code_table(stack_size, n_step, gamma, "stacks"), code, 0))
     if stack_size == 1:

@@ -58,6 +58,31 @@ from mindspore_rl_buffer.ops._common import (
 from mindspore_rl_buffer.ops.stacks import flat_to_logical
 
 
+def rank_period(size):
+    """The period of the ranks a start table is kept with: the largest multiple of the ring's
+    ``size`` rows up to ``2**30``.
+
+    With a table, :func:`insert_steps` counts the final rows modulo it, so the ranks stay far
+    inside int32 however many episodes end (counted exactly they would wrap after ``2**31``
+    final rows, and the sample would draw rows it must not); the ranks of two stored rows then
+    differ by their count of non-final rows between them modulo it, and their table slots
+    (modulo ``size``) are unchanged.
+
+    Examples:
+        >>> from mindspore_rl_buffer.ops import rank_period
+        >>> rank_period(30), rank_period(2**30), rank_period(1_000_000) % 1_000_000
+        (1073741820, 1073741824, 0)
+    """
+    return size * max(1, 2**30 // size)
+
+
+@ops.constexpr
+def _period(size):
+    """:func:`rank_period` as an int32 constant of the graph (evaluated by Python, exactly: graph mode
+    folds ``2**30 // size`` through floats, and a float period rounds to ``2**30``)."""
+    return Tensor(rank_period(size), ms.int32)
+
+
 @ops.constexpr
 def _full(length, value):
     return Tensor(np.full(length, value, np.int32))
@@ -78,7 +103,7 @@ def _bounds(ranks, head, count, max_length, stack_size, n_step):
     flat = ops.stack((Tensor(stack_size * num_envs - 1, ms.int32), ops.maximum(last, stack_size * num_envs - 1)))
     q = (first + flat) % size
     lower, upper = ops.unstack(ops.gather(ranks, q, 0) + ops.where(q < first, _full(2, size + 1), _full(2, 1)))
-    return lower, upper - lower
+    return lower, ops.floor_mod(upper - lower, _period(size))
 
 
 def count_starts(ranks, head, count, max_length, stack_size, n_step):
@@ -115,7 +140,10 @@ def select_starts(ranks, head, count, draws, max_length, stack_size, n_step, sta
     With the start table ``starts`` it is one ``gather`` instead, O(1) a draw: the rank of a
     non-final row is its number among the non-final rows written since the reset, less a
     multiple of the ring's rows, so no two stored non-final rows share their rank modulo the
-    ring's rows, and :func:`insert_steps` writes each one's flat row at that slot. (MindSpore's
+    ring's rows, and :func:`insert_steps` writes each one's flat row at that slot; it counts ``F``
+    modulo :func:`rank_period`, a multiple of the ring's rows, so the slots are the same and
+    the ranks never wrap around int32 (without a table they wrap after about ``2**31`` final
+    rows since the last reset). (MindSpore's
     CPU ``searchsorted`` checks that the whole sequence is sorted first: 30-45 µs a call from
     about 12,000 rows on, measured; the gather costs a few.)
 
@@ -258,7 +286,8 @@ def insert_steps(frames, ranks, head, count, last_ended, finals, observation, te
 
     Args:
         last_ended (Tensor): int32 ``(num_envs,)``: whether each environment's newest row ended.
-        finals (Tensor): int32 scalar, final rows written since the last reset.
+        finals (Tensor): int32 scalar, final rows written since the last reset (modulo
+            :func:`rank_period` when ``starts`` is given).
         observation (Tensor): ``(n, num_envs, *obs_shape)``; ``terminated``, ``truncated``:
             ``(n, num_envs)``. The others (``Parameter`` s): see the module docstring.
         starts (Parameter): The start table to write beside the ranks (:func:`select_starts`),
@@ -288,6 +317,8 @@ def insert_steps(frames, ranks, head, count, last_ended, finals, observation, te
     final, _ = final_rows(last_ended, terminated, truncated)
     final = final.reshape(-1).astype(ms.int32)
     written = finals + ops.cumsum(final, 0)
+    if starts is not None:
+        written = ops.floor_mod(written, _period(size))
     end = (head + count) % max_length
     rows = end.reshape((1,)) if steps == 1 else (end + arange(steps)) % max_length
     flat = (rows.reshape((-1, 1)) * num_envs + arange(num_envs)).reshape(-1)

@@ -331,6 +331,12 @@ def test_sampling_an_empty_buffer_is_refused():
     ({"shapes": [(2,), (), (1,), (), ()]}, ValueError,
      r"the shape of column 'reward' must be \(\) \(one value per environment and step\), but got \(1,\)"),
     ({"shapes": [(2,), (), ()], "types": ["float32"] * 3}, ValueError, "must list at least 5 columns"),
+    ({"types": ["float32", "int32", "float32", "uint16", "uint8"]}, ValueError,
+     r"the dtype of column 'terminated' must be bool, uint8, a signed int or a float .* but got UInt16"),
+    ({"types": ["float32", "int32", "float32", "uint8", "uint64"]}, ValueError,
+     r"the dtype of column 'truncated' must be bool, uint8, a signed int or a float .* but got UInt64"),
+    ({"names": ["storage.head", "action", "reward", "terminated", "truncated"]}, ValueError,
+     r"the column name 'storage.head' is taken by the buffer: its ring registers its Parameters as 'storage.<name>'"),
 ])
 def test_bad_constructor_arguments_name_the_argument(kwargs, error, message):
     arguments = {"sample_size": 4, "capacity": 12, "shapes": TRANSITION_SHAPES[:5], "types": TRANSITION_TYPES[:5]}
@@ -533,3 +539,66 @@ def test_gamma_zero_returns_the_first_reward_and_no_bootstrap_without_a_warning(
     _, _, reward, _, discount = rb.sample()
     starts = reward.asnumpy()
     assert set(starts.tolist()) <= {3.0, 4.0, 5.0} and (discount.asnumpy() == 0).all()
+
+
+
+def test_a_nan_or_infinite_reward_reaches_only_the_returns_that_sum_it():
+    rb = TransitionReplayBuffer(64, 16, [(2,), (), (), (), ()], TRANSITION_TYPES[:5], stack_size=2, n_step=2,
+                                gamma=0.5, seed=0)
+    # rows 0-5 one episode (terminated at 5), row 6 its final row, rows 7-9 the next episode
+    rewards = [1, np.inf, 1, 1, 1, 1, 1, np.nan, 1, 1]
+    rb.insert(steps(range(10), rewards, {5: "terminated"})[:5])
+    found = every_valid_sample(rb)
+    returns = {start: float(items[2]) for start, items in found.items()}
+    # start 2 sums rows 2-3 (row 1's inf is a stack row), 5 sums row 5 alone (row 7's NaN is the next
+    # episode's), 7 sums rows 7-8
+    assert returns == pytest.approx({2.0: 1.5, 3.0: 1.5, 4.0: 1.5, 5.0: 1.0, 7.0: np.nan}, nan_ok=True)
+
+
+def test_bool_observations_actions_and_extras_are_stored_and_sampled_back_as_bool():
+    types = ["bool", "bool", "float32", "uint8", "uint8", "bool"]
+    rb = TransitionReplayBuffer(32, 12, [(3,), (), (), (), (), (2,)], types, n_step=2, seed=0)
+    observation = np.array([[[i % 2, i % 3 == 0, True]] for i in range(8)], bool)
+    action, extra = observation[:, :, 0], observation[:, :, 1:]
+    flags = np.zeros((8, 1), U8)
+    rb.insert([observation, action, np.ones((8, 1), np.float32), flags, flags, extra])
+    items, info = rb.sample_with_info()
+    assert [x.dtype for x in items] == [ms.bool_, ms.bool_, ms.float32, ms.bool_, ms.float32, ms.bool_]
+    rows = info.ids.asnumpy() if info.ids.ndim == 1 else info.ids.asnumpy()[:, 0]
+    np.testing.assert_array_equal(items[0].asnumpy(), observation[rows, 0])
+    np.testing.assert_array_equal(items[1].asnumpy(), action[rows, 0])
+    np.testing.assert_array_equal(items[3].asnumpy(), observation[rows + 2, 0])
+    np.testing.assert_array_equal(items[5].asnumpy(), extra[rows, 0])
+
+
+def test_final_rows_counted_past_the_rank_period_sample_as_a_buffer_counted_from_zero():
+    from mindspore_rl_buffer.ops.transition import rank_period
+
+    period = rank_period(30)
+    counted_from_zero, near_the_period = (make(num_envs=2, stack_size=2, n_step=2, max_length=15, seed=3)
+                                          for _ in range(2))
+    # a state a buffer reaches after that many final rows and its ring's wrap: no row stored yet
+    near_the_period.finals.set_data(Tensor(period - 7, ms.int32))
+    stream = EpisodeStream(2, seed=5, end_probability=0.5)
+    for _ in range(12):
+        batch = stream.take(5)
+        for rb in (counted_from_zero, near_the_period):
+            rb.insert(batch)
+        valid = int(counted_from_zero.valid_starts())
+        assert int(near_the_period.valid_starts()) == valid
+        for a, b in zip(near_the_period.sample(), counted_from_zero.sample()) if valid else ():
+            np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())  # the same draws reach the same starts
+    finals = int(near_the_period.finals.asnumpy())
+    assert finals == (int(counted_from_zero.finals.asnumpy()) + period - 7) % period < period - 7
+
+
+def test_an_empty_buffer_whose_final_row_count_is_not_zero_is_refused(tmp_path):
+    empty = make(num_envs=2, stack_size=3, n_step=2, max_length=9)
+    path = empty.save(tmp_path / "empty.safetensors")
+    broken = rewritten(path, tmp_path, lambda tensors: tensors.update(finals=Tensor(5, ms.int32)))
+    target = make(num_envs=2, stack_size=3, n_step=2, max_length=9)
+    before = parameters(target)
+    with pytest.raises(ValueError, match=r"finals=5 must count the final rows since the last reset, modulo "
+                                         r"1073741814 \(0 in an empty buffer\)"):
+        load_checkpoint(broken, target)
+    assert_same(before, parameters(target))
