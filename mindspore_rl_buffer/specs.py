@@ -6,6 +6,7 @@ A buffer's columns are driven by its specs: column ``c`` is a ``Parameter`` of s
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -194,15 +195,31 @@ def check_column_bytes(op: str, rows: int, specs: Sequence[Any]) -> None:
 
 
 
+def output_bound() -> tuple[int, str]:
+    """The most bytes one output column may take, and how a message says it: 1 TiB, or on a CPU the
+    machine's physical memory (an output larger cannot be allocated there, and Linux kills the
+    process that tries rather than failing the allocation)."""
+    bound, what = MAX_COLUMN_BYTES, "1 TiB"
+    if ms.get_context("device_target") == "CPU" and hasattr(os, "sysconf"):
+        try:
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):  # a platform without these names
+            return bound, what
+        if 0 < memory < bound:
+            bound, what = memory, "this machine's physical memory, the CPU device's"
+    return bound, what
+
+
 def check_batch_bytes(op: str, arg: str, n: int, specs: Sequence[Any], copies: int = 1) -> None:
-    """``n`` items (``copies`` of each, e.g. a frame stack) of every column at most ``MAX_COLUMN_BYTES``:
+    """``n`` items (``copies`` of each, e.g. a frame stack) of every column at most :func:`output_bound`:
     what a sample's outputs or a writer's stage allocate, refused before MindSpore fails to allocate it
     (which it logs without raising, then fails the next call)."""
+    bound, what = output_bound()
     for spec in specs:
         size = n * copies * spec.nbytes
-        if size > MAX_COLUMN_BYTES:
+        if size > bound:
             raise ValueError(f"For '{op}', '{arg}' must be small enough that its items of column '{spec.name}' take at "
-                             f"most {MAX_COLUMN_BYTES} bytes (1 TiB), but got {n}: {size} bytes.")
+                             f"most {bound} bytes ({what}), but got {n}: {size} bytes.")
 
 MAX_NAME_LENGTH = 1024  # the longest Parameter name MindSpore takes
 

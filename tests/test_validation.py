@@ -278,7 +278,8 @@ def test_a_tiny_priority_exponent_caps_priorities_at_the_float_ceiling_instead_o
     # What one sample or one writer stage would allocate: MindSpore logged its failure without raising.
     (lambda: __import__("mindspore_rl_buffer").ReplayBuffer(2**30, 8, [(84, 84)], ["uint8"]),
      r"For 'ReplayBuffer', 'sample_size' must be small enough that its items of column 'column_0' take at most "
-     r"1099511627776 bytes \(1 TiB\), but got 1073741824: 7576322310144 bytes"),
+     r"\d+ bytes \((1 TiB|this machine's physical memory, the CPU device's)\), "
+     r"but got 1073741824: 7576322310144 bytes"),
     (lambda: __import__("mindspore_rl_buffer").PriorityReplayBuffer(0.6, 8, 2**30, [(84, 84)], ["uint8"]),
      r"'sample_size' must be small enough"),
     (lambda: __import__("mindspore_rl_buffer").ReplayBuffer(2, 8, [(84, 84)], ["uint8"]).writer(2**30),
@@ -291,7 +292,7 @@ def test_a_tiny_priority_exponent_caps_priorities_at_the_float_ceiling_instead_o
      r"For 'sample', 'batch_size' must be small enough"),
     *((lambda kind=kind: _filled_tf_agents(kind).get_next(sample_batch_size=2**30),
        r"'sample_batch_size \* num_steps' must be small enough that its items of column '.*' take at most "
-       r"1099511627776 bytes \(1 TiB\), but got 1073741824: 4503599627370496 bytes") for kind in ("device", "numpy")),
+       r"\d+ bytes \(.*\), but got 1073741824: 4503599627370496 bytes") for kind in ("device", "numpy")),
     # A str or a dict of names would be taken apart silently.
     (lambda: named("sar"), r"'names' must be a list of str, but got str"),
     (lambda: named({"state": 0, "action": 1, "reward": 2}), r"'names' must be a list of str, but got dict"),
@@ -408,3 +409,19 @@ def test_items_of_more_dims_than_mindspores_kernels_take_are_refused_when_the_bu
     steps, _ = trajectory.get_next(sample_batch_size=3, num_steps=2)
     expected = np.broadcast_to(np.stack([item, item + 2], 1), (3, 2, *item.shape[1:]))
     np.testing.assert_array_equal(steps["obs"].asnumpy(), expected)
+
+
+def test_on_a_cpu_a_sample_larger_than_the_machines_memory_is_refused_before_it_is_allocated():
+    from mindspore_rl_buffer import TransitionReplayBuffer
+    from mindspore_rl_buffer.specs import output_bound
+
+    bound, what = output_bound()
+    memory = __import__("os").sysconf("SC_PAGE_SIZE") * __import__("os").sysconf("SC_PHYS_PAGES")
+    assert ms.get_context("device_target") == "CPU" and (bound, what) == (
+        min(memory, 2**40), "1 TiB" if memory >= 2**40 else "this machine's physical memory, the CPU device's")
+    rb = TransitionReplayBuffer(2, 64, [(84, 84), (), (), (), ()], ["uint8", "int32", "float32", "uint8", "uint8"],
+                                stack_size=4)
+    too_many = bound // (2 * 4 * 84 * 84) + 1  # the observation's and the bootstrap's stacks of 4 frames
+    with pytest.raises(ValueError, match=rf"For 'sample', 'batch_size' must be small enough that its items of column "
+                                         rf"'observation' take at most {bound} bytes \({what}\), but got {too_many}"):
+        rb.sample(too_many)
