@@ -257,3 +257,25 @@ def check_column_names(op: str, names: Sequence[Any], reserved: Sequence[str], t
         if problem:
             shown = name if len(name) <= 40 else f"{name[:40]}..."
             raise ValueError(f"For '{op}', the column name {shown!r} {problem}; choose another name.")
+
+
+TRANSITION_ROLES = ("observation", "action", "reward", "terminated", "truncated")
+
+
+def check_transition_layout(op: str, specs: Sequence[Any]) -> None:
+    """The columns of a transition buffer: its five roles first, then extras; scalar reward and flags of
+    dtypes the graph compares to 0; an observation name beside its ring's."""
+    if len(specs) < len(TRANSITION_ROLES):
+        raise ValueError(f"For '{op}', 'shapes' must list at least {len(TRANSITION_ROLES)} columns "
+                         f"{TRANSITION_ROLES} (then any extra columns), but got {len(specs)}.")
+    for spec in specs[2:5]:
+        if spec.shape != ():
+            raise _errors.column_error(op, spec.name, "shape", "() (one value per environment and step)", spec.shape)
+    if specs[0].name.startswith("storage."):  # the frames sit beside the ring that holds the other columns
+        raise ValueError(f"For '{op}', the column name {specs[0].name[:40]!r} is taken by the buffer: its ring "
+                         f"registers its Parameters as 'storage.<name>'; choose another name.")
+    for spec in specs[3:5]:
+        if spec.dtype in (ms.uint16, ms.uint32, ms.uint64):
+            raise _errors.column_error(op, spec.name, "dtype", "bool, uint8, a signed int or a float (the graph "
+                                       "compares flags to 0, which MindSpore 2.10 cannot for uint16, uint32, uint64)",
+                                       spec.dtype)

@@ -25,7 +25,6 @@ from mindspore.common.initializer import initializer
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, plain_in_graph
 from mindspore_rl_buffer._validation import (
-    TRANSITION_ROLES,
     check_batch_graph,
     check_capacity,
     check_final_rows,
@@ -36,7 +35,6 @@ from mindspore_rl_buffer._validation import (
     check_seed,
     check_size,
     check_transition,
-    check_transition_layout,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
 from mindspore_rl_buffer.contracts import episode_contract, held_int, ring_contract, start_slots, start_table_contract
@@ -45,10 +43,12 @@ from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
 from mindspore_rl_buffer.ops._common import as_read, as_stored, guarded, owned_seed
 from mindspore_rl_buffer.specs import (
+    TRANSITION_ROLES,
     TensorSpec,
     check_batch_bytes,
     check_column_bytes,
     check_column_names,
+    check_transition_layout,
     column_specs,
     storage_dtype,
 )
