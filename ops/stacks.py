@@ -22,6 +22,23 @@ def _scaled(start, stop, scale):
     return Tensor(np.arange(start, stop, dtype=np.int32) * scale)
 
 
+@ops.constexpr
+def _zeros(shape):
+    """A float32 constant of zeros (a ``select`` branch without a fill kernel)."""
+    return Tensor(np.zeros(shape, np.float32))
+
+
+@ops.constexpr
+def _code_weights(stack_size, n_step, terminal, rows):
+    """Per window column, what it adds to the window's code if it counts (see :func:`_window_constants`):
+    ``weights``, plus ``terminal_weights`` where the row terminated; tiled to ``rows`` rows, the
+    branches of one ``select``."""
+    weights = _window_values(stack_size, n_step, 0.0, "weights")
+    if terminal:
+        weights = weights + _window_values(stack_size, n_step, 0.0, "terminal_weights")
+    return Tensor(np.tile(weights, (rows, 1)))
+
+
 def _spans(stack_size, n_step):
     """The spans of :func:`_window_constants`, as :func:`masked_counts` takes them."""
     return (*((j, stack_size - 1) for j in range(stack_size - 1)), (0, 0),
@@ -30,6 +47,11 @@ def _spans(stack_size, n_step):
 
 @ops.constexpr
 def _window_constants(stack_size, n_step, gamma, which):
+    """:func:`_window_values` as a constant of the graph."""
+    return Tensor(_window_values(stack_size, n_step, gamma, which))
+
+
+def _window_values(stack_size, n_step, gamma, which):
     """Constants of :func:`stacked_windows`, over the window columns ``j`` (offset ``j - stack_size``).
 
     The spans (:func:`_spans`): column ``j < stack_size - 1`` counts the ends in rows
@@ -46,13 +68,13 @@ def _window_constants(stack_size, n_step, gamma, which):
     j = np.arange(s + n + 1)
     forward = (s <= j) & (j < s + n)
     if which == "forward":
-        return Tensor(forward)
+        return forward
     if which == "weights":
-        return Tensor(np.where(forward, s, j < s - 1).astype(np.float32))
+        return np.where(forward, s, j < s - 1).astype(np.float32)
     if which == "terminal_weights":
-        return Tensor((forward * float((n + 1) * s)).astype(np.float32))
+        return (forward * float((n + 1) * s)).astype(np.float32)
     # gamma ** k over the window's forward columns only: 0.0 ** -k elsewhere would warn of a division by zero.
-    return Tensor(np.where(forward, np.power(float(gamma), np.maximum(j - s, 0)), 0.0).astype(np.float32))
+    return np.where(forward, np.power(float(gamma), np.maximum(j - s, 0)), 0.0).astype(np.float32)
 
 
 @ops.constexpr
@@ -137,16 +159,18 @@ def stacked_windows(reward, terminated, truncated, starts, stack_size, n_step, g
     terminal = read_rows(terminated, index, num_envs) != 0
     ends = ops.logical_or(terminal, read_rows(truncated, index, num_envs) != 0)
     whole = masked_counts(ends, _spans(stack_size, n_step)) == 0
-    alive = whole.astype(ms.float32)
-    code = (alive * (terminal.astype(ms.float32) * _window_constants(stack_size, n_step, gamma, "terminal_weights")
-                     + _window_constants(stack_size, n_step, gamma, "weights"))).sum(1).astype(ms.int32)
+    batch = starts.shape[0]
+    weights = ops.select(terminal, _code_weights(stack_size, n_step, True, batch),
+                         _code_weights(stack_size, n_step, False, batch))
+    code = (whole.astype(ms.float32) * weights).sum(1).astype(ms.int32)
     rewards = read_rows(reward, index, num_envs)
     if rewards.dtype != ms.float32:
         rewards = rewards.astype(ms.float32)
     # Only the rewards summed are read: a NaN or an infinity in another row of the window (a stack
     # row's, another episode's) would turn the return into NaN through a weight of 0.
     summed = ops.logical_and(whole, _window_constants(stack_size, n_step, gamma, "forward"))
-    returns = (ops.where(summed, rewards, 0.0) * _window_constants(stack_size, n_step, gamma, "powers")).sum(1)
+    returns = (ops.select(summed, rewards, _zeros(rewards.shape)) * _window_constants(stack_size, n_step, gamma,
+                                                                                      "powers")).sum(1)
     discount = ops.gather(_code_table(stack_size, n_step, gamma, "discount"), code, 0)
     rows = ops.gather_elements(window, 1, ops.gather(_code_table(stack_size, n_step, gamma, "stacks"), code, 0))
     if stack_size == 1:
