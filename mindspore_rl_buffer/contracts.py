@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from mindspore_rl_buffer.ops.priority import LEAF_CEILING, LEAF_FLOOR, PRIORITY_CEILING, PRIORITY_FLOOR
 from mindspore_rl_buffer.ops.transition import rank_period
+
+# The ranges a priority buffer's graphs clamp to, as float32 holds their ends (1e-8 rounds below 1e-8).
+_PRIORITY_RANGE = (float(np.float32(PRIORITY_FLOOR)), float(np.float32(PRIORITY_CEILING)))
+_LEAF_RANGE = (float(np.float32(LEAF_FLOOR)), float(np.float32(LEAF_CEILING)))
 
 
 def held_int(value: object) -> int | None:
@@ -107,9 +112,10 @@ def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: 
                       names: tuple[str, str, str]) -> list[str]:
     """What breaks the trees of a priority buffer (``mindspore_rl_buffer.ops.priority``), or ``[]``.
 
-    The invariants its operators keep: ``max_priority`` is finite and positive; the stored
-    slots ``[0, count)`` (the ring holds ``count`` items; ``count`` keeps the ring contract,
-    checked apart) have positive finite leaves, equal in both trees; every other leaf is 0 in
+    The invariants its operators keep: ``max_priority`` is in ``[PRIORITY_FLOOR,
+    PRIORITY_CEILING]``; the stored slots ``[0, count)`` (the ring holds ``count`` items;
+    ``count`` keeps the ring contract, checked apart) have leaves in ``[LEAF_FLOOR,
+    LEAF_CEILING]``, equal in both trees; every other leaf is 0 in
     the sum tree and ``+inf`` in the min tree; every inner node is the sum (the minimum) of its
     two children. Values computed apart are compared within :data:`TREE_RTOL`; each problem
     names its Parameter (``names``: the sum tree's, the min tree's, ``max_priority``'s).
@@ -117,8 +123,9 @@ def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: 
     sum_name, min_name, max_name = names
     top = float(np.asarray(max_priority, np.float64).reshape(-1)[0])
     problems = []
-    if not (np.isfinite(top) and top > 0):
-        problems.append(f"Parameter '{max_name}' must be finite and > 0, but got {top}")
+    if not _PRIORITY_RANGE[0] <= top <= _PRIORITY_RANGE[1]:  # NaN is in no range
+        problems.append(f"Parameter '{max_name}' must be in [{PRIORITY_FLOOR:g}, 2**126] (where the buffer clamps "
+                        f"every priority), but got {top}")
     sums, mins = np.asarray(sum_tree, np.float64), np.asarray(min_tree, np.float64)
     bad = np.flatnonzero(~(np.isfinite(sums) & (sums >= 0)))
     if bad.size:
@@ -135,7 +142,9 @@ def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: 
     sum_leaves, min_leaves = sums[size:], mins[size:]
     after = f"the slots not stored (from slot {count} on)"
     for name, wrong, what, values in (
-            (sum_name, stored & ~(sum_leaves > 0), f"a leaf > 0 for each of the {count} stored slots", sum_leaves),
+            (sum_name, stored & ~((_LEAF_RANGE[0] <= sum_leaves) & (sum_leaves <= _LEAF_RANGE[1])),
+             f"a leaf in [{LEAF_FLOOR:.4g}, 2**96] (where the buffer clamps priority ** alpha) for each of the "
+             f"{count} stored slots", sum_leaves),
             (sum_name, ~stored & (sum_leaves != 0), f"0 for {after}", sum_leaves),
             (min_name, stored & ~np.isclose(min_leaves, sum_leaves, rtol=TREE_RTOL, atol=0),
              f"the leaves of '{sum_name}' for the stored slots",

@@ -103,9 +103,11 @@ class ReservoirReplayBuffer(ReplayBuffer):
         return {"sample_size": self.sample_size, "seed": self._seed}
 
     def checkpoint_cursors(self, read: Any) -> list[str]:
-        """The reservoir's contract: ``head == 0`` and ``count == min(seen, capacity)``, ``seen >= 0``."""
+        """The reservoir's contract: ``head == 0`` and ``count == min(seen, capacity)``, ``0 <= seen <= 2**62``
+        (int64, with room for any insert after it: a ``seen`` near ``2**63`` wrapped negative in the next
+        insert's draw and made it write slot -1)."""
         head, count, seen = int(read(self.head)), int(read(self.count)), int(read(self.seen))
-        if seen < 0 or head != 0 or count != min(seen, self.capacity):
-            return [f"head={head}, count={count}, seen={seen}: a reservoir keeps head=0 and "
-                    f"count=min(seen, {self.capacity})"]
+        if not 0 <= seen <= 2**62 or head != 0 or count != min(seen, self.capacity):
+            return [f"head={head}, count={count}, seen={seen}: a reservoir keeps head=0, "
+                    f"count=min(seen, {self.capacity}) and 0 <= seen <= 2**62"]
         return []

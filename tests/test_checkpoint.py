@@ -421,11 +421,20 @@ def scaled(tree, node, factor):
 # that exactly one invariant breaks.
 CORRUPT_TREES = {
     "max_priority_nan": (lambda s, m, t: (s, m, np.float32(np.nan)),
-                         r"Parameter 'max_priority' must be finite and > 0, but got nan"),
+                         r"Parameter 'max_priority' must be in \[1e-08, 2\*\*126\] .*, but got nan"),
     "max_priority_zero": (lambda s, m, t: (s, m, np.float32(0)),
-                          r"Parameter 'max_priority' must be finite and > 0, but got 0\.0"),
+                          r"Parameter 'max_priority' must be in \[1e-08, 2\*\*126\] .*, but got 0\.0"),
     "max_priority_inf": (lambda s, m, t: (s, m, np.float32(np.inf)),
-                         r"Parameter 'max_priority' must be finite and > 0, but got inf"),
+                         r"Parameter 'max_priority' must be in \[1e-08, 2\*\*126\] .*, but got inf"),
+    "max_priority_past_the_ceiling": (lambda s, m, t: (s, m, np.float32(3e38)),
+                                      r"Parameter 'max_priority' must be in \[1e-08, 2\*\*126\] .*, but got 3"),
+    "max_priority_below_the_floor": (lambda s, m, t: (s, m, np.float32(1e-9)),
+                                     r"Parameter 'max_priority' must be in \[1e-08, 2\*\*126\] .*, but got 9\.99"),
+    "stored_leaf_past_the_ceiling": (lambda s, m, t: (*set_leaf(s, m, 1, 3e38, 3e38), t),
+                                     r"Parameter 'sum_tree' must hold a leaf in \[1\.175e-38, 2\*\*96\] .* for each "
+                                     r"of the 4 stored slots, but got 3"),
+    "stored_leaf_subnormal": (lambda s, m, t: (*set_leaf(s, m, 0, 1e-45, 1e-45), t),
+                              r"Parameter 'sum_tree' must hold a leaf in \[1\.175e-38, 2\*\*96\] .*, but got 1"),
     "negative_sum_node": (lambda s, m, t: (np.where(np.arange(16) == 9, -5, s).astype(np.float32), m, t),
                           r"Parameter 'sum_tree' must be finite and >= 0 in every node, but got -5\.0 at node 9"),
     "infinite_sum_root": (lambda s, m, t: (np.where(np.arange(16) == 1, np.inf, s).astype(np.float32), m, t),
@@ -433,8 +442,8 @@ CORRUPT_TREES = {
     "nan_min_node": (lambda s, m, t: (s, np.where(np.arange(16) == 3, np.nan, m).astype(np.float32), t),
                      r"Parameter 'min_tree' must be >= 0 \(or \+inf\) in every node, but got nan at node 3"),
     "stored_slot_of_priority_0": (lambda s, m, t: (*set_leaf(s, m, 2, 0.0, 0.0), t),
-                                  r"Parameter 'sum_tree' must hold a leaf > 0 for each of the 4 stored slots, "
-                                  r"but got 0\.0 for slot 2"),
+                                  r"Parameter 'sum_tree' must hold a leaf in \[1\.175e-38, 2\*\*96\] .* for each "
+                                  r"of the 4 stored slots, but got 0\.0 for slot 2"),
     "slot_not_stored_with_mass": (lambda s, m, t: (*set_leaf(s, m, 5, 1.0), t),
                                   r"Parameter 'sum_tree' must hold 0 for the slots not stored \(from slot 4 on\), "
                                   r"but got 1\.0 for slot 5"),
@@ -614,3 +623,28 @@ def test_a_mismatch_error_gives_a_buffer_s_own_record_without_a_stray_name(tmp_p
     with pytest.raises(ValueError, match=r"The checkpoint holds \{'type': 'ReplayBuffer', .*; the network holds "
                                          r"\{'type': 'ReplayBuffer', 'capacity': 8"):
         make(capacity=8).load(tmp_path / "rb.ckpt")
+
+
+@pytest.mark.parametrize("seen", [2**63 - 2, 2**62 + 1, -1])
+def test_a_reservoir_checkpoint_whose_counter_could_not_take_another_insert_is_refused(tmp_path, seen):
+    from mindspore_rl_buffer import ReservoirReplayBuffer
+
+    source = ReservoirReplayBuffer(4, 2, SHAPES, [ms.float32, ms.int32, ms.float32])
+    source.insert(encoded_batch(0, 6))
+    values = {param.name: param.asnumpy() for param in source.get_parameters()}
+    values["seen"] = np.asarray(seen, np.int64)  # as plain mindspore.save_checkpoint writes it
+    path = str(tmp_path / "seen.ckpt")
+    ms.save_checkpoint([{"name": name, "data": Tensor(value)} for name, value in values.items()], path)
+    target = ReservoirReplayBuffer(4, 2, SHAPES, [ms.float32, ms.int32, ms.float32])
+    target.insert(encoded_batch(10, 3))
+    before = [param.asnumpy().copy() for param in target.get_parameters()]
+    with pytest.raises(ValueError, match=rf"head=0, count=4, seen={seen}: a reservoir keeps head=0, "
+                                         rf"count=min\(seen, 4\) and 0 <= seen <= 2\*\*62"):
+        target.load(path)
+    for saved, param in zip(before, target.get_parameters()):
+        np.testing.assert_array_equal(saved, param.asnumpy())
+    values["seen"] = np.asarray(2**62, np.int64)  # the largest accepted takes further inserts
+    ms.save_checkpoint([{"name": name, "data": Tensor(value)} for name, value in values.items()], path)
+    target.load(path)
+    target.insert(encoded_batch(20, 3))
+    assert (int(target.seen), int(target.count)) == (2**62 + 3, 4)
