@@ -39,6 +39,7 @@ from mindspore_rl_buffer._validation import (
 from mindspore_rl_buffer.checkpoint import RECORD, Checkpointable, spec_record
 from mindspore_rl_buffer.contracts import ring_contract
 from mindspore_rl_buffer.ops import ring
+from mindspore_rl_buffer.ops._common import as_read, as_stored
 from mindspore_rl_buffer.specs import (
     TensorSpec,
     check_column_bytes,
@@ -204,13 +205,12 @@ class RingBuffer(BufferCell, Checkpointable):
 
     def encode(self, values):
         """Column values as stored: a bool column's as uint8. Runs on the host and in graphs."""
-        return [ops.cast(value, ms.uint8) if dtype == ms.bool_ else value for value, dtype in zip(values, self.dtypes)]
+        return [as_stored(value, dtype == ms.bool_) for value, dtype in zip(values, self.dtypes)]
 
     def decode(self, values):
         """Stored column values as the columns' dtypes: a bool column's back to bool. Runs on the
         host and in graphs; buffers reading ``columns`` with the operators apply it."""
-        return tuple(ops.cast(value, ms.bool_) if dtype == ms.bool_ else value
-                     for value, dtype in zip(values, self.dtypes))
+        return tuple(as_read(value, dtype == ms.bool_) for value, dtype in zip(values, self.dtypes))
 
     def _write(self, batch):
         """Graph hook: store ``batch`` (a leading dimension on every column, checked) and move the

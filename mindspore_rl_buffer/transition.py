@@ -262,8 +262,9 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
             batch = guarded(batch, ok, [self.last_ended])
         storage = self.storage
         last_ended, finals = transition_ops.insert_steps(self.frames, self.ranks, storage.head, storage.count,
-                                                         self.last_ended, self.finals, as_stored(batch[0]), batch[3],
-                                                         batch[4], self.start_table)
+                                                         self.last_ended, self.finals,
+                                                         as_stored(batch[0], self._bools[0]), batch[3], batch[4],
+                                                         self.start_table)
         _ = storage.insert(batch[1:])
         ops.assign(self.last_ended, last_ended)
         ops.assign(self.finals, finals)

@@ -208,9 +208,9 @@ def capacity_of(columns):
     return check_columns(tuple(column.shape[0] for column in columns))
 
 
-def as_stored(values):
-    """``values`` as a column of their dtype is stored: bool as uint8 (there is no bool ``ScatterUpdate``)."""
-    return ops.cast(values, ms.uint8) if values.dtype == ms.bool_ else values
+def as_stored(values, is_bool):
+    """``values`` of a column as it is stored: a bool spec's as uint8 (there is no bool ``ScatterUpdate``)."""
+    return ops.cast(values, ms.uint8) if is_bool else values
 
 
 def as_read(values, is_bool):

@@ -212,7 +212,8 @@ def _train(args: argparse.Namespace) -> int:
             return 2
     try:  # the config, the loop and the budget are checked before anything is built
         config = load_config(config_path)
-        check_kinds(args.buffer, args.env, check_config(config).transitions)
+        entry = check_config(config)
+        check_kinds(args.buffer, args.env, entry.transitions)
         loop = trainer.choose_loop(args.loop, args.buffer, args.env)
     except (TypeError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -226,7 +227,7 @@ def _train(args: argparse.Namespace) -> int:
         return 2
     except MemoryError as error:  # numpy's names the allocation, MindSpore's may be empty
         print(f"error: out of memory building the run ({error or type(error).__name__}): the replay buffer holds "
-              f"'replay_buffer.capacity' ({check_config(config).capacity}) transitions and the networks "
+              f"'replay_buffer.capacity' ({entry.capacity}) transitions and the networks "
               f"'policy.hidden_sizes' ({setting(config, 'policy', 'hidden_sizes')}); lower them", file=sys.stderr)
         return 2
     except OSError as error:  # writing the checkpoint or the curve: a full disk, a folder changed meanwhile

@@ -30,7 +30,7 @@ from mindspore_rl_buffer import PriorityReplayBuffer, TransitionReplayBuffer
 from mindspore_rl_buffer._errors import did_you_mean, shown
 from mindspore_rl_buffer._validation import SEED_END
 from mindspore_rl_buffer.apps.dqn.cartpole import MAX_EPISODE_STEPS, NUM_ACTIONS, OBSERVATION_SIZE
-from mindspore_rl_buffer.apps.dqn.schedule import MAX_STEPS
+from mindspore_rl_buffer.apps.dqn.schedule import MAX_STEPS, first_learning
 from mindspore_rl_buffer.config import buffer_arguments
 from mindspore_rl_buffer.config_yaml import yaml_number_spelling
 
@@ -258,7 +258,7 @@ def _check_transitions(config: Mapping[str, Any], buffer_type: type, arguments: 
         raise ValueError(f"For 'train', the replay buffer's 'capacity' must hold n_step + 3 = {steps} steps of "
                          f"{num_envs} environments ({steps * num_envs} rows), but got {arguments['capacity']}.")
     learning_starts = setting(config, "trainer", "learning_starts")
-    if math.ceil(max(learning_starts, 1) / num_envs) < steps:
+    if first_learning(learning_starts, num_envs) < steps:
         raise ValueError(f"For 'train', the 'trainer.learning_starts' must be at least {(steps - 1) * num_envs + 1} "
                          f"with a TransitionReplayBuffer of n_step {n_step} and {num_envs} environments, so that "
                          f"the first sample finds a valid start (n_step + 3 steps stored), but got {learning_starts}.")
@@ -269,7 +269,7 @@ def _check_first_sample(config: Mapping[str, Any], sample_size: int) -> None:
     """A buffer sampled without replacement holds ``sample_size`` items when learning starts."""
     num_envs = setting(config, "environment", "num_envs")
     learning_starts = setting(config, "trainer", "learning_starts")
-    stored = math.ceil(max(learning_starts, 1) / num_envs) * num_envs  # collects add num_envs at a time
+    stored = first_learning(learning_starts, num_envs) * num_envs
     if stored < sample_size:
         raise ValueError(f"For 'train', the replay buffer's 'sample_size' must be at most the {stored} transitions "
                          f"stored when learning starts ('trainer.learning_starts' {learning_starts}, "

@@ -53,6 +53,18 @@ def rounded_budget(max_steps: int, num_envs: int) -> int:
     return math.ceil(max_steps / num_envs) * num_envs
 
 
+def first_learning(learning_starts: int, num_envs: int) -> int:
+    """The iteration (1-based) whose collect is followed by the first learn steps: the first to have
+    stored ``learning_starts`` transitions (at least one), ``num_envs`` a collect.
+
+    Examples:
+        >>> from mindspore_rl_buffer.apps.dqn.schedule import first_learning
+        >>> first_learning(1000, 8), first_learning(0, 8), first_learning(9, 8)
+        (125, 1, 2)
+    """
+    return math.ceil(max(learning_starts, 1) / num_envs)
+
+
 def chunks(num_envs: int, max_steps: int, learning_starts: int, eval_starts: int, eval_interval: int,
            log_interval: int) -> Iterator[Chunk]:
     """Cut a run of ``max_steps`` environment steps, rounded up to a multiple of ``num_envs`` (see
@@ -66,15 +78,15 @@ def chunks(num_envs: int, max_steps: int, learning_starts: int, eval_starts: int
         [(2, False, False, 16), (3, True, True, 40), (5, True, True, 80), (3, True, True, 104)]
     """
     last = math.ceil(max_steps / num_envs)  # the iteration that reaches the budget
-    first_learning = math.ceil(max(learning_starts, 1) / num_envs)
+    first = first_learning(learning_starts, num_envs)
     done, last_eval = 0, 0
     while done < last:
         due = max(eval_starts, last_eval + eval_interval)
         next_eval = min(last, max(done + 1, math.ceil(due / num_envs)))
         end = min((done // log_interval + 1) * log_interval, next_eval)
-        learn = done + 1 >= first_learning
+        learn = done + 1 >= first
         if not learn:
-            end = min(end, first_learning - 1)
+            end = min(end, first - 1)
         evaluate = end == next_eval
         if evaluate:
             last_eval = end * num_envs
