@@ -212,14 +212,31 @@ def host_index(op: str, arg: str, index: Any, what: str = "an int or an int tens
     if isinstance(index, np.integer):
         return native(np.asarray(index))
     if isinstance(index, (Tensor, np.ndarray)):
-        is_int = index.dtype in INT_DTYPES if isinstance(index, Tensor) else index.dtype.kind in "iu"
-        if not is_int:
-            raise TypeError(f"For '{op}', '{arg}' must be {what}, but got a tensor of dtype {index.dtype}.")
-        values = index.asnumpy() if isinstance(index, Tensor) else native(index)
-        if values.ndim > 1:
-            raise _errors.value_error(op, arg, "a scalar or 1-D tensor", f"shape {values.shape}")
-        return values
+        check_tensor_arg(op, arg, index.dtype, index.shape, "int", what, (0, 1))
+        return index.asnumpy() if isinstance(index, Tensor) else native(index)
     raise _errors.type_error(op, arg, what, index)
+
+
+def _kind(dtype: Any) -> str | None:
+    """``'int'``, ``'float'`` or ``None`` (bool, complex, ...) for a MindSpore or numpy dtype."""
+    if isinstance(dtype, np.dtype):
+        return {"i": "int", "u": "int", "f": "float"}.get(dtype.kind)
+    return "int" if dtype in INT_DTYPES else "float" if dtype in FLOAT_DTYPES else None
+
+
+def check_tensor_arg(op: str, arg: str, dtype: Any, shape: Sequence[int], kind: str, what: str,
+                     dims: tuple[int, ...] = (1,)) -> None:
+    """A tensor (or numpy array) argument of a ``kind`` (``'int'``, ``'float'``) dtype and ``len(shape)``
+    in ``dims``. On the host for direct calls and, as :func:`check_tensor_arg_graph`, when a graph
+    compiles, where the same tensors would otherwise be cast or read silently."""
+    if _kind(dtype) != kind:
+        raise TypeError(f"For '{op}', '{arg}' must be {what}, but got a tensor of dtype {dtype}.")
+    if len(shape) not in dims:
+        expected = "a scalar or 1-D tensor" if 0 in dims else what
+        raise ValueError(f"For '{op}', '{arg}' must be {expected}, but got a tensor of shape {tuple(shape)}.")
+
+
+check_tensor_arg_graph = ops.constexpr(check_tensor_arg)
 
 
 def check_logical_index(op: str, index: Any, size: int) -> np.ndarray:
@@ -239,22 +256,12 @@ def check_logical_index(op: str, index: Any, size: int) -> np.ndarray:
     return np.where(values < 0, values.astype(np.int64) + size, values).astype(np.int32)
 
 
-def host_array(op: str, arg: str, value: Any, kinds: str, what: str) -> np.ndarray:
-    """A 1-D numpy view of a tensor or array whose dtype kind is one of ``kinds``."""
-    if isinstance(value, Tensor):
-        ok = value.dtype in (INT_DTYPES if kinds == "iu" else FLOAT_DTYPES)
-        array = value.asnumpy() if ok else None
-    elif isinstance(value, np.ndarray):
-        ok = value.dtype.kind in kinds
-        array = value
-    else:
-        raise _errors.type_error(op, arg, f"a 1-D {what} tensor", value)
-    if not ok:
-        raise TypeError(f"For '{op}', '{arg}' must be a 1-D {what} tensor, but got a tensor of dtype "
-                        f"{value.dtype}.")
-    if array.ndim != 1:
-        raise _errors.value_error(op, arg, f"a 1-D {what} tensor", f"shape {array.shape}")
-    return native(array)
+def host_array(op: str, arg: str, value: Any, kind: str) -> np.ndarray:
+    """A 1-D numpy view of a tensor or array of a ``kind`` (``'int'``, ``'float'``) dtype."""
+    if not isinstance(value, (Tensor, np.ndarray)):
+        raise _errors.type_error(op, arg, f"a 1-D {kind} tensor", value)
+    check_tensor_arg(op, arg, value.dtype, value.shape, kind, f"a 1-D {kind} tensor")
+    return native(value.asnumpy() if isinstance(value, Tensor) else value)
 
 
 def largest_priority(alpha: float) -> float:
@@ -269,11 +276,9 @@ def largest_priority(alpha: float) -> float:
 def check_priorities(op: str, indices: Any, priorities: Any, size: int,
                      alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Slots in ``[0, size)`` and finite priorities in ``[0, largest_priority(alpha)]``, of one 1-D shape."""
-    slots = host_array(op, "indices", indices, "iu", "int")
-    values = host_array(op, "priorities", priorities, "f", "float")
-    if slots.shape != values.shape:
-        raise ValueError(f"For '{op}', 'priorities' must have the shape of 'indices' {slots.shape}, "
-                         f"but got {values.shape}.")
+    slots = host_array(op, "indices", indices, "int")
+    values = host_array(op, "priorities", priorities, "float")
+    check_same_shape(op, slots.shape, values.shape)
     bad = ~np.isfinite(values) | (values < 0)
     if bad.any():
         raise _errors.value_error(op, "priorities", "finite and >= 0", values[bad][0].item())
@@ -287,6 +292,16 @@ def check_priorities(op: str, indices: Any, priorities: Any, size: int,
     if out.any():
         raise _errors.slot_error(op, slots[out][0].item(), size)
     return slots, values
+
+
+def check_same_shape(op: str, indices: Sequence[int], priorities: Sequence[int]) -> None:
+    """``priorities`` of the shape of ``indices`` (on the host, and as :func:`check_same_shape_graph` in a graph)."""
+    if tuple(indices) != tuple(priorities):
+        raise ValueError(f"For '{op}', 'priorities' must have the shape of 'indices' {tuple(indices)}, "
+                         f"but got {tuple(priorities)}.")
+
+
+check_same_shape_graph = ops.constexpr(check_same_shape)
 
 
 def check_not_empty(op: str, size: int) -> None:

@@ -28,11 +28,13 @@ import mindspore as ms
 from mindspore import Parameter, ParameterTuple, Tensor, ops
 from mindspore.common.initializer import initializer
 
+from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destroy
 from mindspore_rl_buffer._validation import (
     check_batch_graph,
     check_capacity,
     check_logical_index,
+    check_tensor_arg_graph,
     check_transition,
     transition_of,
 )
@@ -52,6 +54,8 @@ from mindspore_rl_buffer.writer import BufferWriter
 
 @ops.constexpr
 def _index_constant(index):
+    if isinstance(index, bool):  # an int to isinstance, as in a direct call
+        raise _errors.type_error("get_item", "index", "an int or an int tensor", index)
     return Tensor(index, ms.int32)
 
 
@@ -254,6 +258,9 @@ class RingBuffer(BufferCell, Checkpointable):
         """
         if isinstance(index, int):
             index = _index_constant(index)
+        else:  # a tensor inside a graph: its dtype and rank are known when the graph compiles
+            check_tensor_arg_graph("get_item", "index", index.dtype, index.shape, "int", "an int or an int tensor",
+                                   (0, 1))
         return self.decode(ring.get_item(self.columns, self.head, self.count, index, check))
 
     # ------------------------------------------------------------- reset, size, full

@@ -14,8 +14,10 @@ from mindspore_rl_buffer._validation import (
     check_exponent,
     check_not_empty,
     check_priorities,
+    check_same_shape_graph,
     check_seeds,
     check_size,
+    check_tensor_arg_graph,
     check_types,
 )
 from mindspore_rl_buffer.contracts import priority_contract
@@ -218,6 +220,10 @@ class PriorityReplayBuffer(RingBuffer):
                 there, negative and NaN priorities are clamped to the floor and ``+inf``
                 is not checked.
         """
+        check_tensor_arg_graph("update_priorities", "indices", indices.dtype, indices.shape, "int", "a 1-D int tensor")
+        check_tensor_arg_graph("update_priorities", "priorities", priorities.dtype, priorities.shape, "float",
+                               "a 1-D float tensor")
+        check_same_shape_graph("update_priorities", indices.shape, priorities.shape)
         top = priority.update_priorities(self.sum_tree, self.min_tree, self.max_priority, self.count,
                                          indices, priorities, self._alpha, self.capacity, check)
         ops.assign(self.max_priority, top)

@@ -376,6 +376,80 @@ def test_a_graph_refuses_the_constants_a_direct_call_refuses_with_the_same_error
     assert all(np.array_equal(a, x.asnumpy()) for a, x in zip(before, buffer.get_parameters()))
 
 
+def _get_item(buffer, index):
+    return buffer.get_item(index)[0]
+
+
+def _update(buffer, indices, priorities):
+    return buffer.update_priorities(indices, priorities)
+
+
+I32, F32 = np.int32, np.float32
+TENSOR_ARGUMENT_CASES = [  # (buffer, call, tensors the call refuses for their dtype or shape)
+    ("ReplayBuffer", _get_item, (Tensor(1.7, ms.float32),)),
+    ("ReplayBuffer", _get_item, (Tensor(np.array([0.0, 1.9])),)),
+    ("ReplayBuffer", _get_item, (Tensor(True),)),
+    ("ReplayBuffer", _get_item, (Tensor(np.array([[0, 1]], I32)),)),
+    ("PriorityReplayBuffer", _update, (Tensor(np.array([1.7], F32)), Tensor(np.array([5.0], F32)))),
+    ("PriorityReplayBuffer", _update, (Tensor(np.array([True])), Tensor(np.array([5.0], F32)))),
+    ("PriorityReplayBuffer", _update, (Tensor(np.array([1], I32)), Tensor(np.array([5], I32)))),
+    ("PriorityReplayBuffer", _update, (Tensor(np.array([[1]], I32)), Tensor(np.array([[5.0]], F32)))),
+    ("PriorityReplayBuffer", _update, (Tensor(np.array([0, 1], I32)), Tensor(np.array([5.0], F32)))),
+]
+
+
+@pytest.mark.parametrize("kind, call, bad", TENSOR_ARGUMENT_CASES)
+def test_a_graph_refuses_the_tensors_a_direct_call_refuses_with_the_same_error(kind, call, bad):
+    # A tensor's dtype and shape are known when a graph compiles: a float, bool or 2-D index was
+    # cast or read silently there (get_item(1.7) read item 1, update_priorities wrote slot 1).
+    if kind == "PriorityReplayBuffer":
+        buffer = PriorityReplayBuffer(0.6, 8, 4, SHAPES, MS_DTYPES, names=NAMES)
+        buffer.insert(encoded_batch(0, 3))
+    else:
+        buffer = _filled(kind)
+    with pytest.raises((TypeError, ValueError)) as direct:
+        call(buffer, *bad)
+    before = [x.asnumpy().copy() for x in buffer.get_parameters()]
+
+    class UserStep(ms.nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.buffer = buffer
+
+        def construct(self, *tensors):
+            return call(self.buffer, *tensors)
+
+    with pytest.raises(direct.type) as compiled:
+        UserStep()(*bad)
+    assert str(compiled.value).splitlines()[0] == str(direct.value)
+    assert all(np.array_equal(a, x.asnumpy()) for a, x in zip(before, buffer.get_parameters()))
+    good = (Tensor(np.array([1], I32)), Tensor(np.array([5.0], F32))) if kind == "PriorityReplayBuffer" else (
+        Tensor(np.array([0, 2], I32)),)
+    UserStep()(*good)  # the same graph takes tensors of the right dtype and shape
+    if kind == "PriorityReplayBuffer":
+        assert float(buffer.max_priority.asnumpy()) == 5.0
+    else:
+        np.testing.assert_array_equal(UserStep()(*good).asnumpy(), buffer.get_item(np.array([0, 2]))[0].asnumpy())
+
+
+def test_a_graph_refuses_a_bool_get_item_index_as_a_direct_call_does():
+    buffer = _filled("ReplayBuffer")
+    with pytest.raises(TypeError) as direct:
+        buffer.get_item(True)
+
+    class UserStep(ms.nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.buffer = buffer
+
+        def construct(self):
+            return self.buffer.get_item(True)[0]
+
+    with pytest.raises(TypeError) as compiled:
+        UserStep()()
+    assert str(compiled.value).splitlines()[0] == str(direct.value)
+
+
 
 def _first_column(buffer):
     return buffer.sample()[0]

@@ -313,7 +313,7 @@ BAD_CALLS = [
     ("update with a list", lambda b: b.update_priorities([0, 1], np.ones(2, F32)), TypeError,
      "'indices' must be a 1-D int tensor, but got list"),
     ("update 2-D indices", lambda b: b.update_priorities(np.zeros((1, 2), I32), np.ones((1, 2), F32)),
-     ValueError, r"a 1-D int tensor, but got 'shape \(1, 2\)'"),
+     ValueError, r"a 1-D int tensor, but got a tensor of shape \(1, 2\)"),
     ("update shapes differ", lambda b: b.update_priorities(np.array([0, 1], I32), np.ones(3, F32)),
      ValueError, r"the shape of 'indices' \(2,\), but got \(3,\)"),
     ("update a negative priority", lambda b: b.update_priorities(np.array([0], I32), np.array([-1.0], F32)),
