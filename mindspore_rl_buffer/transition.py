@@ -167,7 +167,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         self._specs = tuple(TensorSpec((self._num_envs, *s.shape), s.dtype, s.name) for s in step_specs)
         rows = self._max_length * self._num_envs
         self.frames = Parameter(initializer("zeros", (rows, *frame.shape), storage_dtype(frame.dtype)),
-                                name=frame.name, requires_grad=False)  # bool frames as uint8, as a ring's columns
+                                name="frames", requires_grad=False)  # bool frames as uint8, as a ring's columns
         self._bools = tuple(spec.dtype == ms.bool_ for spec in step_specs)  # what a sample casts back
         self.ranks = Parameter(initializer("zeros", (rows,), ms.int32), name="ranks", requires_grad=False)
         # one slot per row and a spare one that final rows write (ops.select_starts)
