@@ -219,3 +219,25 @@ def test_the_writer_takes_every_form_insert_takes():
     with pytest.raises(TypeError, match=r"'transition' must be a list or tuple of arrays, one per column, but got "
                                         r"ndarray"):
         two.writer(4).insert(np.ones(2, np.float32))
+
+
+@pytest.mark.parametrize("how", ["array", "Tensor(array)", "writer"])
+def test_writing_into_an_array_right_after_insert_returns_does_not_change_what_is_stored(how):
+    # MindSpore launches asynchronously; a tensor sharing the array's memory (Tensor.from_numpy)
+    # was read after insert returned in every try of a scratch test. The buffer copies arrays, and
+    # the writer stages copies, so the caller may reuse its array at once.
+    rows, width = 4096, 64
+    rb = ReplayBuffer(2, 2 * rows, [(width,)], [ms.float32])
+    for trial in range(10):
+        rb.reset()
+        writer = rb.writer(rows)
+        array = np.full((rows, width), trial, np.float32)
+        if how == "writer":
+            writer.insert([array])  # a full stage: inserted now
+            writer.insert([np.full((rows // 2, width), -1.0, np.float32)])  # the stage refilled at once
+        else:
+            rb.insert([array if how == "array" else Tensor(array)])
+        array[:] = -1.0
+        stored = rb.get_item(np.arange(rows))[0].asnumpy()
+        np.testing.assert_array_equal(stored, np.full((rows, width), trial, np.float32))
+        writer.flush()
