@@ -314,8 +314,9 @@ def _record_problems(path: Path, name: str, ours: dict[str, Any], theirs: dict[s
     of = "" if name == ROOT else f" of '{name}'"
     # Records of format 2 hold every key (checked by _upgrade); those of format 1 hold some (no
     # specs, no capacity but a shard's, no settings but a priority buffer's alpha and a shard's).
-    for key in ("capacity", "specs"):
-        if key in theirs and theirs[key] != ours[key]:
+    # leaf_paths (the TF-Agents buffers' nests) since 2026-11-26: files written before load unchecked.
+    for key in ("capacity", "specs", "leaf_paths"):
+        if key in theirs and key in ours and theirs[key] != ours[key]:
             problems.append(f"the {key}{of} in '{path}' must be {ours[key]!r} to match this buffer, "
                             f"but got {theirs[key]!r}")
     if "settings" in theirs:

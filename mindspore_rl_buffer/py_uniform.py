@@ -245,7 +245,7 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
         specs = tuple(TensorSpec(spec.shape, spec.dtype, name)
                       for spec, name in zip(self._flat.specs, self._column_names()))
         return {"type": type(self).__name__, "capacity": self._capacity, "specs": spec_record(specs),
-                "settings": {"seed": self._seed}}
+                "settings": {"seed": self._seed}, "leaf_paths": self._leaf_paths()}
 
     def checkpoint_tensors(self) -> dict[str, np.ndarray]:
         """Every column (``columns.<name>``), both cursors and the add counter ``added``, as numpy arrays."""

@@ -18,7 +18,7 @@ from mindspore_rl_buffer._validation import (
     check_seed,
     check_size,
 )
-from mindspore_rl_buffer.core import RingBuffer, taken_names
+from mindspore_rl_buffer.core import RingBuffer, reserved_names, taken_names
 from mindspore_rl_buffer.ops import ring
 from mindspore_rl_buffer.ops._common import owned_seed
 from mindspore_rl_buffer.specs import check_batch_bytes
@@ -159,5 +159,6 @@ class ReplayBuffer(RingBuffer):
 
 @functools.cache
 def replay_buffer_attributes() -> frozenset[str]:
-    """The names no column of a :class:`ReplayBuffer` may take (:func:`~mindspore_rl_buffer.core.taken_names`)."""
-    return taken_names(nn.Cell(), ReplayBuffer)
+    """The names no column of a :class:`ReplayBuffer` may take: its attributes and methods
+    (:func:`~mindspore_rl_buffer.core.taken_names`) and the names of its own state (``head``, ...)."""
+    return taken_names(nn.Cell(), ReplayBuffer) | frozenset(reserved_names(ReplayBuffer))

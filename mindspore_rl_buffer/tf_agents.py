@@ -41,6 +41,10 @@ BufferInfo.__doc__ = """What a draw took: the items' ids (int64, see :mod:`minds
 and each pick's sampling probability (float32)."""
 
 
+# The columns as_mindspore_dataset adds after the leaves' (the second only when sampling).
+_INFO_COLUMNS = ("ids", "probabilities")
+
+
 def item_ids(first_add: int, steps: int, segments: int) -> np.ndarray:
     """The ids of ``steps`` consecutive time steps of every segment, from add ``first_add``:
     int64, shape ``[segments, steps]``.
@@ -133,8 +137,14 @@ class TFAgentsAPI:
     _dataset_window_shift: int | None = None
 
     def _column_names(self) -> list[str]:
-        """The leaves' column names: names a device :class:`ReplayBuffer` can hold (:meth:`FlatSpec.column_names`)."""
-        return self._flat.column_names(replay_buffer_attributes())
+        """The leaves' column names: names a device :class:`ReplayBuffer` can hold (:meth:`FlatSpec.column_names`),
+        other than the info columns of :meth:`as_mindspore_dataset`."""
+        return self._flat.column_names(replay_buffer_attributes() | frozenset(_INFO_COLUMNS))
+
+    def _leaf_paths(self) -> list[list[Any]]:
+        """The leaves' paths in the nest, JSON-ready (a record's ``leaf_paths``): two specs of the
+        same leaves in other nests (a dict's keys renamed) hold their data in other places."""
+        return [[key if isinstance(key, (str, int)) else repr(key) for key in path] for path in self._flat.paths]
 
     def _draw(self, sample_batch_size: int | None, num_steps: int | None) -> tuple[Any, BufferInfo]:
         """Hook: one random draw (``get_next``'s arguments, time stacked) and its :class:`BufferInfo`."""
@@ -243,7 +253,7 @@ class TFAgentsAPI:
         op = "as_mindspore_dataset"
         check_optional_size(op, "num_samples", num_samples)
         stream = self._stream(op, sample_batch_size, num_steps, None, single_deterministic_pass)
-        names = [*self._column_names(), "ids"] + ([] if single_deterministic_pass else ["probabilities"])
+        names = [*self._column_names(), *_INFO_COLUMNS[:1 if single_deterministic_pass else 2]]
 
         def rows():
             for n, (items, info) in enumerate(stream()):

@@ -76,6 +76,11 @@ def _host_gathered(self: TrajectoryReplayBuffer) -> Launch:
     return Launch(finish=to_numpy)
 
 
+# The deepest data spec a graph takes: a direct add_batch of a 5-level nest failed in MindSpore 2.10
+# ("List, tuple and dict nesting is not allowed more than 6 levels").
+MAX_NEST_DEPTH = 4
+
+
 class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
     """TF-Agents' ``TFUniformReplayBuffer`` on the device: ``batch_size`` segments of ``max_length`` steps.
 
@@ -139,6 +144,11 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         self._dataset_drop_remainder = check_bool(op, "dataset_drop_remainder", dataset_drop_remainder)
         self._dataset_window_shift = check_optional_size(op, "dataset_window_shift", dataset_window_shift)
         self._flat = FlatSpec.of(data_spec)
+        deepest = max(range(len(self._flat.paths)), key=lambda i: len(self._flat.paths[i]))
+        if len(self._flat.paths[deepest]) > MAX_NEST_DEPTH:  # MindSpore's graphs take nests of up to 6 levels
+            raise ValueError(f"For '{op}', 'data_spec' must nest at most {MAX_NEST_DEPTH} levels deep (a call's "
+                             f"graph takes the nest within MindSpore's limit of 6 levels), but "
+                             f"{self._flat.describe(deepest)} is {len(self._flat.paths[deepest])} levels deep.")
         self._data_spec = data_spec
         self._paths = self._flat.paths
         self._template = self._flat.template
@@ -331,7 +341,7 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
                     "dataset_drop_remainder": self._dataset_drop_remainder,
                     "dataset_window_shift": self._dataset_window_shift}
         return {"type": type(self).__name__, "capacity": self.capacity, "specs": spec_record(tuple(specs)),
-                "settings": settings}
+                "settings": settings, "leaf_paths": self._leaf_paths()}
 
     def checkpoint_cursors(self, read: Any) -> list[str]:
         """The add counter against the storage's cursors (the storage checks its own contract)."""

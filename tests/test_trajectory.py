@@ -382,3 +382,76 @@ def test_any_data_spec_gets_column_names_and_round_trips(spec, names, tmp_path):
         stored = optree.tree_leaves(to_np(buffer.gather_all()))
         for got, want in zip(stored, optree.tree_leaves(first)):
             np.testing.assert_array_equal(got.reshape(want.shape), want)
+
+
+def _nested(depth):
+    spec, item = TensorSpec([2], ms.float32, "x"), np.arange(6, dtype=np.float32).reshape(3, 2)
+    for level in range(depth):
+        spec, item = ({"k": spec}, {"k": item}) if level % 2 else ((spec,), (item,))
+    return spec, item
+
+
+def test_a_data_spec_nested_four_levels_deep_works_and_a_deeper_one_is_refused_when_built():
+    # A 5-level spec was taken, then every add_batch failed inside MindSpore ("nesting is not
+    # allowed more than 6 levels"); the numpy buffer takes any depth.
+    spec, item = _nested(4)
+    rb = TrajectoryReplayBuffer(spec, batch_size=3, max_length=4)
+    rb.add_batch(item)
+    rb.add_batch(optree.tree_map(lambda x: x + 10, item))
+    leaf = item["k"][0]["k"][0]
+    np.testing.assert_array_equal(rb.gather_all()["k"][0]["k"][0].asnumpy(), np.stack([leaf, leaf + 10], 1))
+    items, _ = rb.get_next(sample_batch_size=5, num_steps=2)
+    assert items["k"][0]["k"][0].shape == (5, 2, 2)
+    deep_spec, deep_item = _nested(5)
+    with pytest.raises(ValueError, match=r"'data_spec' must nest at most 4 levels deep .* but "
+                                         r"items\[0\]\['k'\]\[0\]\['k'\]\[0\] 'x' is 5 levels deep"):
+        TrajectoryReplayBuffer(deep_spec, batch_size=3, max_length=4)
+    py = PyUniformReplayBuffer(deep_spec, capacity=4)
+    py.add_batch(optree.tree_map(lambda x: x[:1], deep_item))
+    assert py.num_frames() == 1 and py.gather_all()[0]["k"][0]["k"][0].shape == (1, 1, 2)
+
+
+@pytest.mark.parametrize("name", ["head", "count", "ids", "probabilities"])
+@pytest.mark.parametrize("kind", [TrajectoryReplayBuffer, PyUniformReplayBuffer])
+def test_a_leaf_named_like_the_buffers_state_or_the_datasets_info_columns_is_taken(kind, name):
+    # head and count are the storage's cursors (refused naming 'ReplayBuffer'; to_device failed),
+    # ids and probabilities the dataset's info columns (as_mindspore_dataset failed in MindSpore).
+    spec = {"obs": TensorSpec([2], ms.float32, "obs"), "other": TensorSpec([], ms.int32, name)}
+    rb = kind(spec, batch_size=2, max_length=4) if kind is TrajectoryReplayBuffer else kind(spec, capacity=8)
+    for t in range(3):
+        rb.add_batch({"obs": np.full((2, 2), t, np.float32), "other": np.full(2, t, np.int32)})
+    items = rb.get_next(sample_batch_size=4)
+    items = items[0] if kind is TrajectoryReplayBuffer else items
+    np.testing.assert_array_equal(to_np(items["obs"])[:, 0], to_np(items["other"]))
+    dataset = rb.as_mindspore_dataset(sample_batch_size=4, num_samples=2)
+    assert dataset.get_col_names() == ["items_obs", "items_other", "ids", "probabilities"]
+    for obs, other, _, _ in dataset.create_tuple_iterator(num_epochs=1, output_numpy=True):
+        np.testing.assert_array_equal(obs[:, 0], other)
+    if kind is PyUniformReplayBuffer:
+        device = rb.to_device()
+        assert int(device.size()) == 6
+
+
+@pytest.mark.parametrize("kind", [TrajectoryReplayBuffer, PyUniformReplayBuffer])
+def test_load_refuses_a_file_whose_nest_holds_the_same_leaves_in_other_places(kind, tmp_path):
+    # The record held only the flat leaves, so a dict with its keys renamed loaded, and
+    # gather_all gave the reward under 'return' and the cost under 'penalty' swapped.
+    def build(spec):
+        return kind(spec, batch_size=2, max_length=4) if kind is TrajectoryReplayBuffer else kind(spec, capacity=8)
+
+    r, c = TensorSpec([], ms.float32, "r"), TensorSpec([], ms.float32, "c")
+    source = build({"reward": r, "cost": c})
+    source.add_batch({"reward": np.ones(2, np.float32), "cost": np.zeros(2, np.float32)})
+    path = source.save(tmp_path / "nest.safetensors")
+    for other in ({"return": r, "penalty": c}, (c, r)):
+        target = build(other)
+        before = {n: to_np(v).copy() for n, v in target.checkpoint_tensors().items()}
+        with pytest.raises(ValueError, match=r"the leaf_paths in '.*nest.safetensors' must be .* to match this "
+                                             r"buffer, but got \[\['cost'\], \['reward'\]\]"):
+            target.load(path)
+        after = {n: to_np(v) for n, v in target.checkpoint_tensors().items()}
+        assert all(np.array_equal(before[n], after[n]) for n in before)
+    same = build({"reward": r, "cost": c})
+    same.load(path)
+    np.testing.assert_array_equal(to_np(same.gather_all()["reward"]).ravel(), [1.0, 1.0])
+    np.testing.assert_array_equal(to_np(same.gather_all()["cost"]).ravel(), [0.0, 0.0])
