@@ -30,12 +30,10 @@ they hold, in :meth:`Checkpointable.checkpoint_defaults`.
 """
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
-import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +43,8 @@ import xxhash
 from mindspore import nn
 
 from mindspore_rl_buffer._graph import DIRECT_CALLS
+from mindspore_rl_buffer.checkpoint_files import read_tensors
+from mindspore_rl_buffer.files import check_regular_file
 from mindspore_rl_buffer.specs import TensorSpec, mindspore_dtype
 
 FORMAT = "mindspore_rl_buffer-checkpoint-2"
@@ -57,6 +57,7 @@ RECORD_KEYS = ("type", "capacity", "specs", "settings")
 # File formats of mindspore.save_checkpoint, by suffix. safetensors streams: saving and
 # loading a 1 GiB buffer needs almost no memory beyond the buffer; ckpt needs 2-3 copies.
 FORMATS = {".safetensors": "safetensors", ".ckpt": "ckpt"}
+_SHARDED_1 = ("metadata", "head", "count")  # with column/<name>: a ShardedReplayBuffer's first format
 
 
 def checksum(value: Any) -> str:
@@ -215,32 +216,21 @@ def write_atomically(params: list[dict[str, Any]], path: Path, file_format: str 
     return path
 
 
-def read_checkpoint(op: str, path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any] | None,
-                                                                dict[str, str]]:
-    """The tensors of a checkpoint file, its records (``None`` for a file without them) and the
-    checksums of its tensors (empty for a file written before they were kept).
+def read_checkpoint(op: str, path: str | os.PathLike, wanted: Callable[[str], bool] | None = None,
+                    ) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, str]]:
+    """The tensors of a checkpoint file (those ``wanted`` names, and the records), its records
+    (``None`` for a file without them) and the checksums of its tensors (empty for a file
+    written before they were kept).
 
     Raises:
         FileNotFoundError: If there is no file at ``path``.
-        ValueError: If the file is not a readable checkpoint or its record is unreadable.
+        ValueError: If ``path`` is not a regular file, the file is not a readable checkpoint
+            or its record is unreadable.
     """
     path, file_format = _path(op, path)
-    if not path.is_file():
-        raise FileNotFoundError(f"For '{op}', no checkpoint file at '{path}'.")
-    failure = None
-    with warnings.catch_warnings():
-        # MindSpore 2.10's safetensors reader leaves the file open when it cannot parse it; the
-        # file is closed when the failed reader's frames are freed, here, without a warning.
-        warnings.simplefilter("ignore", ResourceWarning)
-        try:
-            loaded = ms.load_checkpoint(str(path), format=file_format)
-        except Exception as error:
-            failure = f"{type(error).__name__}: {error}"
-        if failure is not None:
-            gc.collect()
-    if failure is not None:
-        raise ValueError(f"For '{op}', '{path}' is not a readable checkpoint (corrupt or truncated?): {failure}")
-    return _upgrade(op, path, loaded)
+    check_regular_file(op, "checkpoint", path)
+    keep = (lambda name: True) if wanted is None else (lambda name: name == RECORD or wanted(name))
+    return _upgrade(op, path, read_tensors(op, path, file_format, keep))
 
 
 def _upgrade(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None,
@@ -248,7 +238,7 @@ def _upgrade(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dict[str, Any
     """Read a file of any format into ``(tensors, {buffer path: record}, {tensor: checksum})``."""
     raw = loaded.pop(RECORD, None)
     if raw is None:
-        if {"metadata", "head", "count"} <= set(loaded) and any(key.startswith("column/") for key in loaded):
+        if set(_SHARDED_1) <= set(loaded) and any(key.startswith("column/") for key in loaded):
             return (*_upgrade_sharded_1(op, path, loaded), {})  # format 1 of ShardedReplayBuffer
         return loaded, None, {}
     try:
@@ -273,6 +263,8 @@ def _upgrade(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dict[str, Any
                 if not isinstance(record["settings"], dict):
                     raise ValueError(f"the settings in the record of '{name}' must be a dict, but got "
                                      f"{type(record['settings']).__name__}")
+    except RecursionError:  # JSON nested past Python's recursion limit
+        raise ValueError(f"For '{op}', '{path}' has an unreadable buffer record: it nests too deep to parse") from None
     except (ValueError, KeyError, AttributeError, TypeError, UnicodeDecodeError) as error:
         raise ValueError(f"For '{op}', '{path}' has an unreadable buffer record: {error}") from error
     return loaded, records, checksums
@@ -336,7 +328,8 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
     Works for a file written by :func:`save_checkpoint` (of this or an earlier version) and
     for one written by ``mindspore.save_checkpoint(net, path)`` (then without records, so
     only shapes, dtypes and cursors are checked). Tensors of the file that ``net`` does not
-    have are ignored.
+    have are not read. A ``.ckpt`` file's tensors are checked against their bytes before
+    they are built (see :mod:`~mindspore_rl_buffer.checkpoint_files`).
 
     Args:
         path (str): The checkpoint file (``.safetensors`` or ``.ckpt``).
@@ -344,7 +337,7 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
             buffers, to restore.
 
     Returns:
-        dict, the checkpoint's tensors by name (as ``mindspore.load_checkpoint``).
+        dict, the file's tensors that ``net`` holds, by name (as ``mindspore.load_checkpoint``).
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
@@ -360,7 +353,9 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
     op = "load"
     state = _state(op, net)
     buffers = _buffers(net)
-    loaded, records, checksums = read_checkpoint(op, path)
+    # Only the tensors of net (and of a sharded buffer's first format) are read: any others cost nothing.
+    loaded, records, checksums = read_checkpoint(op, path, lambda name: name in state or name in _SHARDED_1
+                                                 or name.startswith("column/"))
     path = Path(path)
     names = {id(tensor): name for name, tensor in state.items()}
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import mindspore as ms
 import numpy as np
@@ -25,6 +26,8 @@ from mindspore_rl_buffer import (
 )
 from mindspore_rl_buffer.checkpoint import FORMAT_1, RECORD
 from tests.helpers import DTYPES, NAMES, SHAPES, Learner, RingModel, decode, encoded_batch, make, state_of
+
+ROOT_DIR = Path(__file__).resolve().parents[1]
 
 
 def assert_same_state(a, b):
@@ -126,6 +129,130 @@ def test_both_formats_round_trip_and_refuse_corrupt_truncated_and_missing_files(
         target.save(tmp_path / "rb.bin")
     assert_same_state(state_of(target), before)
     assert decode(*target.sample()).max() <= 51
+
+
+def _edited_ckpt(path, tmp_path, edit):
+    """``path`` (a ``.ckpt``) with its protobuf message changed by ``edit``."""
+    from mindspore.train.checkpoint_pb2 import Checkpoint
+
+    message = Checkpoint()
+    message.ParseFromString(path.read_bytes())
+    edit(message)
+    edited = tmp_path / f"edited_{len(list(tmp_path.iterdir()))}.ckpt"
+    edited.write_bytes(message.SerializeToString())
+    return edited
+
+
+def _set_dims(index, dims):
+    def edit(message):
+        del message.value[index].tensor.dims[:]
+        message.value[index].tensor.dims.extend(dims)
+    return edit
+
+
+def _rename(index, name):
+    def edit(message):
+        message.value[index].tag = name
+    return edit
+
+
+def _split_first(message):
+    """The first tensor written as two slices of one name, as MindSpore writes tensors past 512 MiB."""
+    first = message.value[0]
+    content = first.tensor.tensor_content
+    second = type(message)().value.add()
+    second.CopyFrom(first)
+    first.tensor.tensor_content, second.tensor.tensor_content = content[:40], content[40:]
+    message.value.insert(1, second)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_set_dims(0, [16, 2]), r"the tensor 'state' declares shape \(16, 2\) of Float32 \(128 bytes\), but holds "
+                            r"\d+ bytes"),
+    (_set_dims(0, [-1, 3]), r"the tensor 'state' declares negative dims \[-1, 3\]"),
+    (_set_dims(0, [2**28, 3]), r"declares shape \(268435456, 3\) of Float32 \(3221225472 bytes\)"),
+    (_rename(1, "state"), r"the slices of the tensor 'state' disagree on its dims or type"),
+    (_rename(2, "state"), r"the tensor 'state' is stored in two places"),
+])
+def test_a_ckpt_whose_dims_or_names_disagree_with_its_bytes_is_refused_before_a_tensor_is_built(tmp_path, edit,
+                                                                                                 message):
+    # MindSpore's reader trusts the dims: such files corrupted the heap (the process died inside
+    # the load or at a later call), and 800 bytes declaring [2**28, 3] allocated 3.4 GiB.
+    rb = make()
+    rb.insert(encoded_batch(0, 4))
+    good = rb.save(tmp_path / "rb.ckpt")
+    target = make()
+    target.insert(encoded_batch(50, 2))
+    before = state_of(target)
+    with pytest.raises(ValueError, match="is not a readable checkpoint .*" + message):
+        target.load(_edited_ckpt(good, tmp_path, edit))
+    assert_same_state(state_of(target), before)
+    target.insert(encoded_batch(60, 1))
+    target.load(good)
+    assert_same_state(state_of(target), state_of(rb))
+
+
+def test_a_ckpt_tensor_in_slices_loads_joined(tmp_path):
+    rb = make()
+    rb.insert(encoded_batch(0, 6))
+    restored = make()
+    restored.load(_edited_ckpt(rb.save(tmp_path / "rb.ckpt"), tmp_path, _split_first))
+    assert_same_state(state_of(restored), state_of(rb))
+
+
+def test_a_tensor_the_buffer_does_not_hold_is_never_read(tmp_path):
+    # A safetensors file with an extra 2 GiB tensor (a sparse file: nothing on disk) loads in a
+    # process whose peak memory stays under 1 GiB: only the buffer's tensors are read (the whole
+    # file had been, 2.4 GiB at the peak for an extra 1 GiB).
+    rb = make()
+    rb.insert(encoded_batch(0, 5))
+    path = rb.save(tmp_path / "rb.safetensors")
+    raw = path.read_bytes()
+    length = int.from_bytes(raw[:8], "little")
+    header, data = json.loads(raw[8:8 + length]), raw[8 + length:]
+    header["zz_extra"] = {"dtype": "F32", "shape": [2**29], "data_offsets": [len(data), len(data) + 2**31]}
+    encoded = json.dumps(header).encode()
+    extra = tmp_path / "extra.safetensors"
+    with open(extra, "wb") as file:
+        file.write(len(encoded).to_bytes(8, "little") + encoded + data)
+        file.truncate(8 + len(encoded) + len(data) + 2**31)
+    script = tmp_path / "load_extra.py"
+    script.write_text(textwrap.dedent(f"""
+        import resource
+        from tests.helpers import make, state_of
+        target = make()
+        target.load({str(extra)!r})
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, state_of(target)[1:])
+        """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT_DIR, env={**os.environ, "PYTHONPATH": str(ROOT_DIR)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    peak_mib, cursors = done.stdout.split(maxsplit=1)
+    assert int(peak_mib) < 1024 and cursors.strip() == str(state_of(rb)[1:])
+
+
+def test_a_record_nested_past_python_s_recursion_limit_is_refused_naming_the_file(tmp_path):
+    rb = make()
+    rb.insert(encoded_batch(0, 3))
+    deep = b'{"format": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    params = [{"name": name, "data": p} for name, p in rb.parameters_and_names()]
+    params.append({"name": RECORD, "data": Tensor(np.frombuffer(deep, np.uint8).copy())})
+    path = tmp_path / "deep.ckpt"
+    ms.save_checkpoint(params, str(path))
+    with pytest.raises(ValueError, match=r"'.*deep.ckpt' has an unreadable buffer record: it nests too deep to parse"):
+        make().load(path)
+
+
+def test_a_checkpoint_path_that_is_not_a_regular_file_is_refused_saying_what_it_is(tmp_path):
+    (tmp_path / "folder.ckpt").mkdir()
+    (tmp_path / "loop.ckpt").symlink_to(tmp_path / "loop.ckpt")
+    os.mkfifo(tmp_path / "fifo.ckpt")
+    cases = {"folder.ckpt": "is a folder, not a file", "loop.ckpt": "cannot be examined: Too many levels of symbolic",
+             "fifo.ckpt": "must be a regular file, but it is a device, a FIFO or a socket",
+             "x" * 300 + ".ckpt": "cannot be examined: File name too long"}
+    for name, message in cases.items():
+        with pytest.raises(ValueError, match=f"For 'load', the checkpoint file '.*' {message}"):
+            make().load(tmp_path / name)
 
 
 def test_a_training_network_saved_by_mindspore_or_by_us_restores_in_place(tmp_path):
@@ -253,7 +380,7 @@ def test_every_buffer_loads_a_file_plain_mindspore_save_checkpoint_wrote(tmp_pat
 
 
 # ------------------------------------------------------------- format 1, written by db13ac2
-DATA = __import__("pathlib").Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.mark.parametrize("suffix", [".safetensors", ".ckpt"])
