@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import difflib
 import reprlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+
 
 # How a message quotes a value it refuses: a few items of each list and the first characters of a
 # long string or number, never the whole of a value built to be huge (a YAML alias bomb's lists).
-_QUOTE = reprlib.Repr()
+class _Quote(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:
+        # Python refuses to write an int of more than 4,300 digits (about 14,000 bits): its size instead.
+        return f"<an int of {x.bit_length():,} bits>" if x.bit_length() > 14_000 else super().repr_int(x, level)
+
+
+_QUOTE = _Quote()
 _QUOTE.maxlevel, _QUOTE.maxlist, _QUOTE.maxtuple, _QUOTE.maxdict = 2, 6, 6, 6
 _QUOTE.maxstring, _QUOTE.maxlong, _QUOTE.maxother = 60, 40, 60
 
@@ -57,6 +64,14 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f"; did you mean {close[0]}?" if close else ""
 
 
+def _written(value: object, write: Callable[[object], str]) -> str:
+    """``write(value)``, or :func:`shown` for a value holding an int Python refuses to write (past 4,300 digits)."""
+    try:
+        return write(value)
+    except ValueError:
+        return shown(value)
+
+
 def type_error(op: str, arg: str, expected: str, got: object) -> TypeError:
     """A wrong type: ``For 'op', 'arg' must be expected, but got T.``"""
     return TypeError(f"For '{op}', '{arg}' must be {expected}, but got {type(got).__name__}.")
@@ -64,11 +79,12 @@ def type_error(op: str, arg: str, expected: str, got: object) -> TypeError:
 
 def value_error(op: str, arg: str, expected: str, got: object) -> ValueError:
     """A wrong value: ``For 'op', 'arg' must be expected, but got V.``"""
-    return ValueError(f"For '{op}', '{arg}' must be {expected}, but got {got!r}.")
+    return ValueError(f"For '{op}', '{arg}' must be {expected}, but got {_written(got, repr)}.")
 
 
 def column_error(op: str, column: str, what: str, expected: object, got: object) -> ValueError:
     """A column of the wrong shape or dtype."""
+    got = _written(got, str)
     return ValueError(f"For '{op}', the {what} of column '{column}' must be {expected}, but got {got}.")
 
 

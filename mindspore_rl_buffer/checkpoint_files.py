@@ -73,6 +73,8 @@ def read_ckpt(path: Path, wanted: Callable[[str], bool]) -> dict[str, Any]:
     except DecodeError as error:
         raise ValueError(f"it does not parse as a MindSpore checkpoint ({error})") from None
     del content
+    if not message.value:  # an empty file parses as an empty message
+        raise ValueError("it holds no tensors")
     tensors: dict[str, Any] = {}
     seen: set[str] = set()
     for tag, group in itertools.groupby(message.value, key=lambda value: value.tag):

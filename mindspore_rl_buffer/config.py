@@ -44,6 +44,7 @@ from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._validation import check_capacity, check_exponent, check_size
 from mindspore_rl_buffer.compat import UniformReplayBuffer
 from mindspore_rl_buffer.config_yaml import load_yaml
+from mindspore_rl_buffer.files import check_regular_file
 from mindspore_rl_buffer.priority_replay_buffer import PriorityReplayBuffer
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.reservoir_replay_buffer import ReservoirReplayBuffer
@@ -61,6 +62,7 @@ _OUTER = ("number", "type", "params")
 # Keys MindSpore RL's loader reads from the top level of an entry even beside `params`.
 _BESIDE_PARAMS = ("data_shape", "data_type")
 _MULTI = "multi_type_replaybuffer"
+MAX_CONFIG_BYTES = 2**20  # an algorithm config is a few KB; PyYAML took 10 s and 0.4 GB for 5 MB
 # Constructor arguments under the names config files give them; `dtypes` is an alias of `types`.
 _CONFIG_NAMES = {"shapes": "data_shape", "types": "data_type"}
 _CONSTRUCTOR_NAMES = {value: key for key, value in _CONFIG_NAMES.items()}
@@ -235,7 +237,9 @@ def create_buffer(spec: Mapping[str, Any], env: Any = None, *, done: bool = Fals
         >>> type(prb).__name__, prb.alpha, prb.capacity, prb.sample_size
         ('PriorityReplayBuffer', 0.6, 100, 8)
     """
-    if isinstance(spec, Mapping) and spec.get(_MULTI):
+    if isinstance(spec, Mapping) and _MULTI in spec:
+        if spec[_MULTI] is not True:  # "yes" or 1 had been taken as true, False as a key of one entry
+            raise _errors.value_error("create_buffer", _MULTI, "True (it marks named entries)", spec[_MULTI])
         # Every entry is validated before any buffer is built.
         arguments = {name: _entry_arguments(name, entry, env, done) for name, entry in spec.items() if name != _MULTI}
         return {name: _build(*entry) for name, entry in arguments.items()}
@@ -262,7 +266,7 @@ def _build(cls: type, number: int, kwargs: dict[str, Any]) -> Any:
 
 def _unknown_mindspore_attribute(path: Path, attribute: str) -> str:
     """Where a config file names a misspelt ``ms.<attribute>``, e.g. ``data_type[2]``."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = ast.parse(path.read_bytes(), str(path))  # the bytes: their coding line is honoured
     for node in ast.walk(tree):
         if not isinstance(node, ast.Dict):
             continue
@@ -348,10 +352,22 @@ def load_config(path: str | Path) -> dict[str, Any]:
             file and the error's type and message).
     """
     path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"For 'load_config', the config file '{path}' is a folder, not a file.")
-    if not path.is_file():
-        raise FileNotFoundError(f"For 'load_config', no config file at '{path}'.")
+    check_regular_file("load_config", "config", path, MAX_CONFIG_BYTES)
+    try:
+        config = _parse(path)
+    except RecursionError:  # ast, json and PyYAML recurse into nested structures
+        raise ValueError(f"For 'load_config', '{path}' nests too deep to read (past Python's recursion "
+                         f"limit).") from None
+    except OSError as error:  # the file went away, or cannot be read, after the check
+        raise ValueError(f"For 'load_config', the config file '{path}' could not be read: {error}.") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"For 'load_config', '{path}' must define a dict 'algorithm_config', "
+                         f"but got {type(config).__name__}.")
+    return config
+
+
+def _parse(path: Path) -> Any:
+    """What a config file defines: ``algorithm_config`` of a Python file, or a YAML or JSON file's document."""
     suffix = path.suffix.lower()
     if suffix == ".py":
         _check_unique_dict_keys(path)
@@ -389,7 +405,4 @@ def load_config(path: str | Path) -> dict[str, Any]:
     else:
         raise ValueError(f"For 'load_config', the config file must end in .py, .yaml, .yml or .json, "
                          f"but got '{path.name}'.")
-    if not isinstance(config, dict):
-        raise ValueError(f"For 'load_config', '{path}' must define a dict 'algorithm_config', "
-                         f"but got {type(config).__name__}.")
     return config

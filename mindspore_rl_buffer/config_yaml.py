@@ -46,8 +46,9 @@ def _loader() -> type:
     """PyYAML's ``SafeLoader``, refusing a mapping that gives a key twice and a number YAML 1.1 reads as text."""
     import yaml
 
-    # Merge keys (`<<: *base`, whose own keys override the base's) and value keys are not keys of the mapping.
-    not_keys = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
+    # A merge key (`<<: *base`, whose own keys override the base's) is checked as the key '<<' (given
+    # twice, the second merge won silently); a value key is not a key of the mapping.
+    merge, value = "tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"
 
     class UniqueKeyLoader(yaml.SafeLoader):
         def __init__(self, stream: str, path: Path) -> None:
@@ -59,9 +60,9 @@ def _loader() -> type:
             node = super().compose_mapping_node(anchor)
             first: dict[Any, Any] = {}
             for key_node, _ in node.value:
-                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag in not_keys:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == value:
                     continue
-                key = self.construct_object(key_node, deep=True)
+                key = "<<" if key_node.tag == merge else self.construct_object(key_node, deep=True)
                 if key in first:
                     was, mark = first[key].start_mark, key_node.start_mark
                     raise ValueError(f"For 'load_config', the key '{key_node.value}' must be given once in a mapping, "

@@ -182,6 +182,9 @@ def check_column_bytes(op: str, rows: int, specs: Sequence[Any]) -> None:
     """Every column of ``rows`` rows of its spec: items of positive dims, at most ``MAX_ITEM_DIMS`` of them, and
     at most ``MAX_COLUMN_BYTES`` in all."""
     for spec in specs:
+        if any(dim > MAX_COLUMN_BYTES for dim in spec.shape):  # too large whatever the rest; and before a size
+            raise _errors.column_error(op, spec.name, "shape", f"dims of at most {MAX_COLUMN_BYTES} (a column holds "
+                                       f"at most 1 TiB)", spec.shape)
         if 0 in spec.shape:
             raise _errors.column_error(op, spec.name, "shape", "a tuple of ints >= 1 (an empty item stores nothing)",
                                        spec.shape)

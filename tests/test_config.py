@@ -347,3 +347,57 @@ def test_an_error_in_a_multi_type_config_names_its_entry():
         create_buffer({"multi_type_replaybuffer": True, "local": entry, "global": [entry]})
     with pytest.raises(ValueError, match=r"'capacity' must be an int >= 1, but got 0 \(in the entry 'local'"):
         create_buffer({"multi_type_replaybuffer": True, "local": {**entry, "capacity": 0}, "global": entry})
+
+
+HOSTILE_FILES = {  # (name, content): what load_config must refuse naming the file, and how
+    "deep.json": ("[" * 100_000 + "]" * 100_000, "nests too deep to read"),
+    "deep.yaml": ("a: " + "[" * 5_000 + "]" * 5_000 + "\n", "nests too deep to read"),
+    "deep.py": ("algorithm_config = {'x': " + "+".join(["1"] * 200_000) + "}\n", "nests too deep to read"),
+    "large.yaml": ("# a comment line of a config that grew too large\n" * 30_000, "must hold at most 1,048,576 bytes"),
+    "merged_twice.yaml": ("a: &a {capacity: 100}\nb: &b {capacity: 7}\nreplay_buffer:\n  <<: *a\n  <<: *b\n",
+                          "the key '<<' must be given once in a mapping"),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_FILES))
+def test_hostile_config_files_are_refused_naming_the_file(tmp_path, name):
+    # Each raised from deep inside Python (RecursionError) or was taken: a second merge won silently,
+    # and a 15 MB YAML file took 35 s and 1.5 GB.
+    content, message = HOSTILE_FILES[name]
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(ValueError, match=f"(?=.*'{re.escape(str(path))}').*{re.escape(message)}"):
+        load_config(path)
+
+
+def test_a_config_path_that_is_not_a_regular_file_is_refused_saying_what_it_is(tmp_path):
+    (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")
+    __import__("os").mkfifo(tmp_path / "fifo.yaml")
+    (tmp_path / "a.py").write_text("algorithm_config = {}\n")
+    cases = {"loop.yaml": "cannot be examined: Too many levels of symbolic links",
+             "fifo.yaml": "must be a regular file, but it is a device, a FIFO or a socket",
+             "a.py/b.yaml": "cannot be examined: Not a directory",
+             "x" * 300 + ".yaml": "cannot be examined: File name too long"}
+    for name, message in cases.items():
+        with pytest.raises(ValueError, match=f"For 'load_config', the config file '.*' {message}"):
+            load_config(tmp_path / name)
+
+
+def test_a_huge_int_or_a_misspelt_dtype_in_a_latin_1_file_is_named_by_its_key(tmp_path):
+    huge = dict(DQN_ENTRY, capacity=10**20_000)
+    with pytest.raises(ValueError, match=r"'capacity' must be an int <= 1073741824 .* but got <an int of 66,439 bits>"):
+        create_buffer(huge)  # Python refuses to write the int: the message had failed in turn
+    with pytest.raises(ValueError, match=r"the shape of column 'column_0' must be dims of at most 1099511627776"):
+        create_buffer(dict(DQN_ENTRY, data_shape=[(10**20_000,)], data_type=[ms.float32]))
+    latin = tmp_path / "latin.py"
+    latin.write_bytes("# -*- coding: latin-1 -*-\n# r\xe9glages\nimport mindspore as ms\nalgorithm_config = "
+                      "{'replay_buffer': {'data_type': [ms.foat32]}}\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"unknown data_type\[0\] foat32; did you mean float32\?"):
+        load_config(latin)  # the file had been read again as UTF-8 to find the key
+
+
+@pytest.mark.parametrize("value", ["yes", 1, False])
+def test_multi_type_replaybuffer_must_be_true(value):
+    spec = {"multi_type_replaybuffer": value, "a": dict(DQN_ENTRY)}
+    with pytest.raises(ValueError, match=r"'multi_type_replaybuffer' must be True .* but got"):
+        create_buffer(spec)
