@@ -1,4 +1,5 @@
 """mindspore_rl_buffer: replay buffers that live on the device and compile into MindSpore graphs."""
+from mindspore_rl_buffer._graph import DIRECT_CALLS
 from mindspore_rl_buffer.checkpoint import load_checkpoint, save_checkpoint
 from mindspore_rl_buffer.compat import UniformReplayBuffer
 from mindspore_rl_buffer.config import create_buffer, load_config, register_buffer_type
@@ -12,6 +13,10 @@ from mindspore_rl_buffer.tf_agents import BufferInfo
 from mindspore_rl_buffer.trajectory import TrajectoryReplayBuffer
 from mindspore_rl_buffer.transition import TransitionReplayBuffer
 from mindspore_rl_buffer.writer import BufferWriter, DroppedTransitionsWarning, TransitionWriter
+
+# The lock every direct call, save and load holds; hold it around your own graph's call when
+# another thread may save, load or call a buffer directly meanwhile (README, Checkpoints).
+lock = DIRECT_CALLS
 
 register_buffer_type(ShardedReplayBuffer)
 register_buffer_type(TransitionReplayBuffer)
@@ -34,6 +39,7 @@ __all__ = [
     "create_buffer",
     "load_checkpoint",
     "load_config",
+    "lock",
     "register_buffer_type",
     "save_checkpoint",
 ]

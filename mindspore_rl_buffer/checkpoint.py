@@ -210,8 +210,9 @@ def write_atomically(params: list[dict[str, Any]], path: Path, file_format: str 
             os.fsync(directory)
         finally:
             os.close(directory)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
+    except BaseException:  # also MindSpore's own temporary of a .ckpt (its suffix .tmp), left by a full disk
+        for leftover in (temporary, temporary.with_suffix(".tmp")):
+            leftover.unlink(missing_ok=True)
         raise
     return path
 

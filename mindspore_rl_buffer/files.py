@@ -1,8 +1,13 @@
-"""Files a user names (configs, checkpoints): checked to be regular files, with errors naming them."""
+"""Files a user names (configs, checkpoints): checked to be regular files, with errors naming them;
+and the files of a sharded buffer's ranks."""
 from __future__ import annotations
 
+import os
+import re
 import stat
 from pathlib import Path
+
+_SHARD_SUFFIXES = (".safetensors", ".ckpt")
 
 
 def check_regular_file(op: str, what: str, path: Path, max_bytes: int | None = None) -> None:
@@ -36,3 +41,29 @@ def check_regular_file(op: str, what: str, path: Path, max_bytes: int | None = N
     if max_bytes is not None and status.st_size > max_bytes:
         raise ValueError(f"For '{op}', the {what} file '{path}' must hold at most {max_bytes:,} bytes, but it holds "
                          f"{status.st_size:,}.")
+
+
+def shard_path(path: str | os.PathLike, rank: int, world_size: int) -> str:
+    """The file of rank ``rank``: ``<path>.rank<r>-of-<n>`` and ``path``'s ``.safetensors`` or ``.ckpt``
+    ending (``.ckpt`` if it has neither).
+
+    Examples:
+        >>> from mindspore_rl_buffer.files import shard_path
+        >>> shard_path('run/buffer.ckpt', 1, 2), shard_path('run/buffer.safetensors', 0, 2)
+        ('run/buffer.rank1-of-2.ckpt', 'run/buffer.rank0-of-2.safetensors')
+    """
+    stem = os.fspath(path)
+    suffix = next((end for end in _SHARD_SUFFIXES if stem.endswith(end)), None)
+    if suffix is not None:
+        stem = stem[: -len(suffix)]
+    return f"{stem}.rank{rank}-of-{world_size}{suffix or '.ckpt'}"
+
+
+def saved_world_sizes(path: str | os.PathLike) -> set[int]:
+    """World sizes of the shard files saved under ``path``, by their names."""
+    first = Path(shard_path(path, 0, 1))
+    ending = ".rank0-of-1" + first.suffix
+    pattern = re.compile(re.escape(first.name[: -len(ending)]) + r"\.rank\d+-of-(\d+)" + re.escape(first.suffix))
+    if not first.parent.is_dir():
+        return set()
+    return {int(match.group(1)) for name in os.listdir(first.parent) if (match := pattern.fullmatch(name))}

@@ -10,15 +10,13 @@ distributed job the buffer is a :class:`ReplayBuffer` of ``world_size == 1``.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import mindspore as ms
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method
+from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destroy
 from mindspore_rl_buffer._validation import (
     check_bool,
     check_capacity,
@@ -32,6 +30,7 @@ from mindspore_rl_buffer._validation import (
     transition_of,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, load_checkpoint, save_checkpoint, spec_record
+from mindspore_rl_buffer.files import saved_world_sizes, shard_path
 from mindspore_rl_buffer.ops import sharded as sharded_ops
 from mindspore_rl_buffer.ops._common import owned_seed
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
@@ -68,29 +67,6 @@ def shard_capacities(capacity: int, world_size: int) -> list[int]:
     """
     base, extra = divmod(capacity, world_size)
     return [base + (1 if rank < extra else 0) for rank in range(world_size)]
-
-
-def shard_path(path: str | os.PathLike, rank: int, world_size: int) -> str:
-    """The file of rank ``rank``: ``<path>.rank<r>-of-<n>.ckpt`` (a ``.ckpt`` ending of ``path`` is dropped first).
-
-    Examples:
-        >>> shard_path('run/buffer.ckpt', 1, 2)
-        'run/buffer.rank1-of-2.ckpt'
-    """
-    stem = os.fspath(path)
-    if stem.endswith(".ckpt"):
-        stem = stem[: -len(".ckpt")]
-    return f"{stem}.rank{rank}-of-{world_size}.ckpt"
-
-
-def _saved_world_sizes(path: str | os.PathLike) -> set[int]:
-    """World sizes of the shard files saved under ``path``, by their names."""
-    stem = Path(shard_path(path, 0, 1))
-    prefix = stem.name[: -len(".rank0-of-1.ckpt")]
-    pattern = re.compile(re.escape(prefix) + r"\.rank\d+-of-(\d+)\.ckpt")
-    if not stem.parent.is_dir():
-        return set()
-    return {int(match.group(1)) for name in os.listdir(stem.parent) if (match := pattern.fullmatch(name))}
 
 
 def _host_insert(self: ShardedReplayBuffer, *columns: Any) -> Launch | None:
@@ -372,8 +348,19 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
                              "local_capacity": self.local_capacity, "sampling": self._sampling,
                              "sample_size": self._sample_size, "ordered": self._ordered, "seed": self._seed}}
 
+    def get_item(self, index):
+        """Items of this rank's shard by logical index, 0 its oldest (``storage.get_item``): with
+        one rank, the buffer's, as :meth:`ReplayBuffer.get_item`."""
+        return self.storage.get_item(index)
+
+    def destroy(self) -> None:
+        """As :meth:`ReplayBuffer.destroy`, for this rank's shard."""
+        destroy(self)
+        self.storage.destroy()
+
     def save(self, path: str | os.PathLike) -> str:
-        """Write this rank's shard to its own file, ``<path>.rank<r>-of-<n>.ckpt``; no communication.
+        """Write this rank's shard to its own file, ``<path>.rank<r>-of-<n>.safetensors`` (or ``.ckpt``,
+        as ``path`` ends; ``.ckpt`` if it ends in neither); no communication.
 
         Written atomically (temporary file, fsync, rename), in the one checkpoint format of
         every buffer (:func:`~mindspore_rl_buffer.save_checkpoint`): the shard's columns and
@@ -381,8 +368,8 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         Call it on every rank.
 
         Args:
-            path (Union[str, os.PathLike]): The checkpoint's name; a ``.ckpt`` ending is
-                allowed and dropped before the rank suffix.
+            path (Union[str, os.PathLike]): The checkpoint's name; its ``.safetensors`` or
+                ``.ckpt`` ending goes after the rank suffix.
 
         Returns:
             str, the file written.
@@ -409,7 +396,7 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         op = "load"
         file = shard_path(path, self._rank, self._world_size)
         if not os.path.isfile(file):
-            saved = sorted(_saved_world_sizes(path) - {self._world_size})
+            saved = sorted(saved_world_sizes(path) - {self._world_size})
             if saved:
                 raise _errors.world_size_error(op, os.fspath(path), saved[0], self._world_size)
             raise _errors.missing_shard_error(op, file)

@@ -88,6 +88,8 @@ class BufferWriter:
         anything is staged. Inserts into the buffer each time ``batch_size`` are staged.
         """
         op = "insert"
+        if self._pending == self._batch_size:  # the flush of a full stage failed: try it again first
+            self.flush()
         transition = transition_of(op, self._names, columns)
         if not isinstance(transition, (list, tuple)):
             raise _errors.type_error(op, "transition", "a list or tuple of arrays, one per column", transition)
@@ -118,15 +120,23 @@ class BufferWriter:
 
         A full stage goes in one batched insert; a partial one in at most
         ``log2(batch_size) + 1`` inserts of power-of-two sizes, so that flushing at any fill
-        level compiles a bounded number of graphs.
+        level compiles a bounded number of graphs. Each piece leaves the stage as it goes in:
+        if an insert fails (or is interrupted), the transitions not yet inserted stay staged,
+        and the next flush or insert tries them again, never one twice.
         """
-        start = 0
-        while start < self._pending:
-            left = self._pending - start
+        while self._pending:
+            left = self._pending
             size = left if left == self._batch_size else 1 << (left.bit_length() - 1)
-            self._buffer.insert([stage[start:start + size] for stage in self._staging])
-            start += size
-        self._pending = 0
+            self._buffer.insert([stage[:size] for stage in self._staging])  # copied before it returns
+            for stage in self._staging:
+                stage[:left - size] = stage[size:left]
+            self._pending = left - size
+
+    def discard(self) -> int:
+        """Drop the staged transitions without inserting them (after a flush the buffer refuses,
+        say); return how many were dropped."""
+        dropped, self._pending = self._pending, 0
+        return dropped
 
     def close(self) -> None:
         """Flush; the writer can be used again afterwards."""

@@ -806,3 +806,21 @@ def test_a_reservoir_checkpoint_whose_counter_could_not_take_another_insert_is_r
     target.load(path)
     target.insert(encoded_batch(20, 3))
     assert (int(target.seen), int(target.count)) == (2**62 + 3, 4)
+
+
+def test_a_save_that_fails_leaves_no_temporary_file_behind(tmp_path, monkeypatch):
+    # On a full disk MindSpore's .ckpt writer failed after writing its own '<temporary>.tmp', which stayed.
+    rb = make()
+    rb.insert(encoded_batch(0, 3))
+    previous = rb.save(tmp_path / "rb.ckpt")
+
+    def full_disk(params, name, **kwargs):
+        Path(name).with_suffix(".tmp").write_bytes(b"partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ms, "save_checkpoint", full_disk)
+    with pytest.raises(OSError, match="No space left on device"):
+        rb.save(tmp_path / "rb.ckpt")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rb.ckpt"]
+    monkeypatch.undo()
+    make().load(previous)

@@ -23,7 +23,8 @@ from mindspore import Tensor, nn
 from scipy.stats import chisquare
 
 from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, create_buffer
-from mindspore_rl_buffer.sharded import shard_capacities, shard_path
+from mindspore_rl_buffer.files import shard_path
+from mindspore_rl_buffer.sharded import shard_capacities
 from tests.helpers import DTYPES, MS_DTYPES, NAMES, SEQUENCE, SHAPES, RingModel, decode, encoded_batch
 
 WORKER = Path(__file__).with_name("sharded_worker.py")
@@ -61,12 +62,17 @@ def test_without_msrun_it_is_a_replay_buffer_of_world_size_one(sampling):
             for got, want in zip(columns, model.columns):
                 np.testing.assert_array_equal(got, want)
             assert (int(buffer.size()), bool(buffer.full())) == (model.count, model.count == 7)
-            if model.count:
+            if model.count:  # get_item reads the shard: all of it with one rank
+                every = np.arange(-model.count, model.count)
+                draws[kind].append(decode(*buffer.get_item(every)).tolist())
                 logical, batch = buffer.sample_with_indices()
                 draws[kind].append((logical.asnumpy().tolist(), decode(*batch).tolist(),
                                     decode(*buffer.sample(ordered=True)).tolist()))
         if kind == "sharded":
             assert int(buffer.local_size()) == model.count
+        buffer.destroy()
+        with pytest.raises(RuntimeError, match="destroyed"):
+            buffer.insert(encoded_batch(0, 1))
     assert draws["sharded"] == draws["plain"]
 
 
@@ -161,9 +167,15 @@ def test_save_and_load_restore_the_shard_in_place_after_compilation(tmp_path):
     saved = state_of(buffer)
     file = buffer.save(tmp_path / "buffer.ckpt")
     assert file == str(tmp_path / "buffer.rank0-of-1.ckpt") == shard_path(tmp_path / "buffer.ckpt", 0, 1)
+    # a .safetensors name saves in that format (it had been written as .ckpt under a longer name)
+    assert buffer.save(tmp_path / "buffer.safetensors") == str(tmp_path / "buffer.rank0-of-1.safetensors")
+    assert (tmp_path / "buffer.rank0-of-1.safetensors").read_bytes()[8:9] == b"{"  # a safetensors header
     buffer.insert(encoded_batch(100, 4))
     buffer.reset()
     buffer.insert(encoded_batch(200, 2))
+    buffer.load(tmp_path / "buffer.safetensors")
+    assert state_of(buffer)[1:] == saved[1:]
+    buffer.reset()
     buffer.load(tmp_path / "buffer.ckpt")
     restored = state_of(buffer)
     assert restored[1:] == saved[1:] and all(np.array_equal(a, b) for a, b in zip(restored[0], saved[0]))

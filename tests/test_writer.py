@@ -241,3 +241,43 @@ def test_writing_into_an_array_right_after_insert_returns_does_not_change_what_i
         stored = rb.get_item(np.arange(rows))[0].asnumpy()
         np.testing.assert_array_equal(stored, np.full((rows, width), trial, np.float32))
         writer.flush()
+
+
+class _FailingOnce:
+    """A buffer whose ``fail``-th insert raises: what an interrupted or refused flush meets."""
+
+    def __init__(self, buffer, fail):
+        self.buffer, self.fail, self.calls = buffer, fail, 0
+        self.specs = buffer.specs
+
+    def insert(self, columns):
+        self.calls += 1
+        if self.calls == self.fail:
+            raise KeyboardInterrupt
+        self.buffer.insert(columns)
+
+
+def test_a_flush_that_fails_partway_never_inserts_a_transition_twice_and_the_writer_goes_on():
+    # A partial stage goes in pieces (4, 2, 1 for 7): the pending count was cleared only at the
+    # end, so an interrupted flush inserted its first pieces again at the next; and an insert
+    # into a stage left full by a failed flush raised IndexError ever after.
+    rb = ReplayBuffer(2, 64, [()], [ms.int32])
+    flaky = _FailingOnce(rb, fail=2)
+    writer = BufferWriter(flaky, 8)
+    writer.insert([np.arange(7, dtype=np.int32)])
+    with pytest.raises(KeyboardInterrupt):
+        writer.flush()  # the piece of 4 went in, the piece of 2 did not
+    assert (int(rb.size()), writer.pending) == (4, 3)
+    writer.flush()
+    writer.insert([np.arange(7, 20, dtype=np.int32)])
+    writer.flush()
+    np.testing.assert_array_equal(rb.get_item(np.arange(20))[0].asnumpy(), np.arange(20))
+    full = BufferWriter(_FailingOnce(rb, fail=1), 4)
+    full.insert([np.arange(100, 103, dtype=np.int32)])
+    with pytest.raises(KeyboardInterrupt):
+        full.insert([np.array([103], np.int32)])  # fills the stage: its flush fails, all 4 stay staged
+    assert full.pending == 4
+    full.insert([np.array([104], np.int32)])  # flushes the full stage first, then stages this one
+    assert full.pending == 1 and full.discard() == 1 and full.pending == 0
+    np.testing.assert_array_equal(rb.get_item(np.arange(20, 24))[0].asnumpy(), np.arange(100, 104))
+    assert int(rb.size()) == 24
