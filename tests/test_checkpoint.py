@@ -201,9 +201,9 @@ def test_a_ckpt_tensor_in_slices_loads_joined(tmp_path):
 
 
 def test_a_tensor_the_buffer_does_not_hold_is_never_read(tmp_path):
-    # A safetensors file with an extra 2 GiB tensor (a sparse file: nothing on disk) loads in a
-    # process whose peak memory stays under 1 GiB: only the buffer's tensors are read (the whole
-    # file had been, 2.4 GiB at the peak for an extra 1 GiB).
+    # A safetensors file with an extra 2 GiB tensor (a sparse file: nothing on disk) loads with the
+    # process's peak memory growing less than 512 MiB: only the buffer's tensors are read (the
+    # whole file had been: the peak grew by 2 GiB for an extra 1 GiB).
     rb = make()
     rb.insert(encoded_batch(0, 5))
     path = rb.save(tmp_path / "rb.safetensors")
@@ -219,16 +219,18 @@ def test_a_tensor_the_buffer_does_not_hold_is_never_read(tmp_path):
     script = tmp_path / "load_extra.py"
     script.write_text(textwrap.dedent(f"""
         import resource
-        from tests.helpers import make, state_of
+        from tests.helpers import encoded_batch, make, state_of
         target = make()
+        target.insert(encoded_batch(0, 1))  # MindSpore's runtime started before the baseline
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         target.load({str(extra)!r})
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, state_of(target)[1:])
+        print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024, state_of(target)[1:])
         """))
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
                           cwd=ROOT_DIR, env={**os.environ, "PYTHONPATH": str(ROOT_DIR)})
     assert done.returncode == 0, done.stderr[-2000:]
-    peak_mib, cursors = done.stdout.split(maxsplit=1)
-    assert int(peak_mib) < 1024 and cursors.strip() == str(state_of(rb)[1:])
+    peak_growth_mib, cursors = done.stdout.split(maxsplit=1)
+    assert int(peak_growth_mib) < 512 and cursors.strip() == str(state_of(rb)[1:])
 
 
 def test_a_record_nested_past_python_s_recursion_limit_is_refused_naming_the_file(tmp_path):
