@@ -144,7 +144,8 @@ class TFAgentsAPI:
     def _leaf_paths(self) -> list[list[Any]]:
         """The leaves' paths in the nest, JSON-ready (a record's ``leaf_paths``): two specs of the
         same leaves in other nests (a dict's keys renamed) hold their data in other places."""
-        return [[key if isinstance(key, (str, int)) else repr(key) for key in path] for path in self._flat.paths]
+        return [[key if isinstance(key, (str, int)) else {"repr": repr(key)} for key in path]
+                for path in self._flat.paths]
 
     def _draw(self, sample_batch_size: int | None, num_steps: int | None) -> tuple[Any, BufferInfo]:
         """Hook: one random draw (``get_next``'s arguments, time stacked) and its :class:`BufferInfo`."""

@@ -98,22 +98,28 @@ class BufferWriter:
         if n:
             self._check_order(arrays, single)
         if single:
-            index = self._pending
-            for stage, array in zip(self._staging, arrays):
-                stage[index] = array
-            self._pending = index + 1
-            if self._pending == self._batch_size:
-                self.flush()
-            return
-        done = 0
-        while done < n:
-            take = min(n - done, self._batch_size - self._pending)
-            for stage, array in zip(self._staging, arrays):
-                stage[self._pending:self._pending + take] = array[done:done + take]
-            self._pending += take
-            done += take
-            if self._pending == self._batch_size:
-                self.flush()
+            arrays = [array[None] for array in arrays]
+        # `before`: rows staged that are not this call's; `inserted`: this call's rows in the buffer.
+        before, inserted, done = self._pending, 0, 0
+        try:
+            while done < n:
+                take = min(n - done, self._batch_size - self._pending)
+                for stage, array in zip(self._staging, arrays):
+                    stage[self._pending:self._pending + take] = array[done:done + take]
+                self._pending += take
+                done += take
+                if self._pending == self._batch_size:
+                    self.flush()  # a full stage: one insert, all or nothing
+                    before, inserted = 0, done
+        except BaseException as error:
+            # This call's rows leave the stage, so it stands for what went in: nothing when it
+            # raises from its first insert, and retrying it inserts nothing twice.
+            self._pending = before
+            self._unstaged()
+            if inserted and hasattr(error, "add_note"):
+                error.add_note(f"BufferWriter.insert: {inserted} of its {n} transitions went into the buffer "
+                               f"before it failed; the other {n - inserted} are not staged.")
+            raise
 
     def flush(self) -> None:
         """Insert every staged transition into the buffer, oldest first.
@@ -163,6 +169,9 @@ class BufferWriter:
     def _check_order(self, arrays: list[np.ndarray], single: bool) -> None:
         """Hook: refuse valid transitions that may not follow what is staged (nothing is staged
         yet when it raises). The base writer accepts any order."""
+
+    def _unstaged(self) -> None:
+        """Hook: the rows of a failed insert left the stage (``pending`` is back to what it was)."""
 
     def _host_array(self, i: int, value: Any) -> np.ndarray:
         if isinstance(value, (np.ndarray, np.generic)):
@@ -220,3 +229,11 @@ class TransitionWriter(BufferWriter):
             with DIRECT_CALLS:
                 previous = self._transitions.last_ended.asnumpy()
         self._staged_ended = check_final_rows("insert", previous, terminated, truncated)
+
+    def _unstaged(self) -> None:
+        # The newest staged row's ends again (they were the failed call's); the staged rows were checked.
+        if self.pending:
+            flags = [stage[self.pending - 1:self.pending] for stage in self._staging[3:5]]
+            self._staged_ended = ((flags[0] != 0) | (flags[1] != 0))[0]
+        else:
+            self._staged_ended = None

@@ -455,3 +455,26 @@ def test_load_refuses_a_file_whose_nest_holds_the_same_leaves_in_other_places(ki
     same.load(path)
     np.testing.assert_array_equal(to_np(same.gather_all()["reward"]).ravel(), [1.0, 1.0])
     np.testing.assert_array_equal(to_np(same.gather_all()["cost"]).ravel(), [0.0, 0.0])
+
+
+def test_a_spec_with_dict_keys_graphs_cannot_take_is_refused_and_odd_keys_bind_the_checkpoint(tmp_path):
+    # An enum key was accepted, then every add_batch failed inside MindSpore; a float key and its
+    # text ('1.5') were recorded alike, so a file of one loaded into the other.
+    import enum
+
+    class Color(enum.Enum):
+        RED = 1
+
+    with pytest.raises(TypeError, match=r"the dict keys of 'data_spec' must be str, int, float or tuple, .* has "
+                                        r"the key <Color.RED: 1>"):
+        TrajectoryReplayBuffer({Color.RED: TensorSpec([], ms.float32, "r")}, batch_size=2, max_length=4)
+    spec = TensorSpec([], ms.float32, "v")
+    source = TrajectoryReplayBuffer({1.5: spec, "z": TensorSpec([], ms.float32, "w")}, batch_size=2, max_length=4)
+    source.add_batch({1.5: np.ones(2, np.float32), "z": np.zeros(2, np.float32)})
+    path = source.save(tmp_path / "odd.safetensors")
+    text_keys = TrajectoryReplayBuffer({"1.5": spec, "z": TensorSpec([], ms.float32, "w")}, batch_size=2, max_length=4)
+    with pytest.raises(ValueError, match="the leaf_paths in"):
+        text_keys.load(path)
+    same = TrajectoryReplayBuffer({1.5: spec, "z": TensorSpec([], ms.float32, "w")}, batch_size=2, max_length=4)
+    same.load(path)
+    np.testing.assert_array_equal(same.gather_all()[1.5].asnumpy().ravel(), [1.0, 1.0])

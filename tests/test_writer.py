@@ -275,9 +275,18 @@ def test_a_flush_that_fails_partway_never_inserts_a_transition_twice_and_the_wri
     full = BufferWriter(_FailingOnce(rb, fail=1), 4)
     full.insert([np.arange(100, 103, dtype=np.int32)])
     with pytest.raises(KeyboardInterrupt):
-        full.insert([np.array([103], np.int32)])  # fills the stage: its flush fails, all 4 stay staged
-    assert full.pending == 4
-    full.insert([np.array([104], np.int32)])  # flushes the full stage first, then stages this one
+        full.insert([np.array([103], np.int32)])  # fills the stage, whose insert fails: the call is undone
+    assert full.pending == 3
+    full.insert([np.array([103], np.int32)])  # retried: nothing twice
+    full.insert([np.array([104], np.int32)])
     assert full.pending == 1 and full.discard() == 1 and full.pending == 0
     np.testing.assert_array_equal(rb.get_item(np.arange(20, 24))[0].asnumpy(), np.arange(100, 104))
     assert int(rb.size()) == 24
+    # A batch larger than the stage: what went in before the failure is named on the error.
+    batch = BufferWriter(_FailingOnce(rb, fail=2), 4)
+    with pytest.raises(KeyboardInterrupt) as failed:
+        batch.insert([np.arange(200, 210, dtype=np.int32)])
+    assert failed.value.__notes__ == ["BufferWriter.insert: 4 of its 10 transitions went into the buffer before it "
+                                      "failed; the other 6 are not staged."]
+    assert batch.pending == 0 and int(rb.size()) == 28
+    np.testing.assert_array_equal(rb.get_item(np.arange(24, 28))[0].asnumpy(), np.arange(200, 204))

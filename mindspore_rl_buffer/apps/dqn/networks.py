@@ -128,10 +128,11 @@ def _read(path: str | Path) -> dict:
                          f"dqn_cartpole.ckpt), but it does not start with a safetensors header (8 bytes of length, "
                          f"then a JSON object).")
     try:  # each tensor checked against its bytes: MindSpore's own .ckpt reader trusts the declared dims
-        return read_tensors("evaluate", Path(path), FORMATS[suffix], lambda name: True)
+        entries = read_tensors("evaluate", Path(path), FORMATS[suffix], lambda name: True)
     except ValueError as error:  # not a checkpoint of its suffix's format: text, an image, ...
         raise ValueError(f"For 'evaluate', the checkpoint '{path}' must be a MindSpore {suffix} file (train writes "
                          f"dqn_cartpole.ckpt), but it could not be read: {error}") from None
+    return {name: value for name, value in entries.items() if not isinstance(value, str)}  # append_dict text
 
 
 def load_q_network(path: str | Path) -> QNetwork:

@@ -123,6 +123,11 @@ def test_evaluate_refuses_what_is_not_a_trained_q_network(tmp_path, capsys):
     assert cli.main(["evaluate", "--checkpoint", str(many)]) == 2
     assert "but it holds 'p0' (1,), 'p1' (2,), " in (error := capsys.readouterr().err)
     assert "'p7' (8,) and 2 more." in error and "'p8'" not in error
+    noted = tmp_path / "noted.ckpt"  # a text entry (append_dict) ended in an AttributeError traceback
+    ms.save_checkpoint(nn.Dense(3, 2), str(noted), append_dict={"note": "not a Q-network", "epoch": 3})
+    assert cli.main(["evaluate", "--checkpoint", str(noted)]) == 2
+    assert "must hold a Q-network's weights ('layers.<i>.weight' and '.bias'), but it holds " in \
+        (error := capsys.readouterr().err) and "'note'" not in error
 
 
 @pytest.mark.parametrize("name", ["README.md", "learning_curve.png", "q", "q.pt"])
