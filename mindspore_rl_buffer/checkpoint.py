@@ -44,7 +44,7 @@ from mindspore import nn
 
 from mindspore_rl_buffer._graph import DIRECT_CALLS
 from mindspore_rl_buffer.checkpoint_files import read_tensors
-from mindspore_rl_buffer.files import check_regular_file
+from mindspore_rl_buffer.files import FORMATS, check_regular_file
 from mindspore_rl_buffer.specs import TensorSpec, mindspore_dtype
 
 FORMAT = "mindspore_rl_buffer-checkpoint-2"
@@ -56,7 +56,6 @@ ROOT = "."
 RECORD_KEYS = ("type", "capacity", "specs", "settings")
 # File formats of mindspore.save_checkpoint, by suffix. safetensors streams: saving and
 # loading a 1 GiB buffer needs almost no memory beyond the buffer; ckpt needs 2-3 copies.
-FORMATS = {".safetensors": "safetensors", ".ckpt": "ckpt"}
 _SHARDED_1 = ("metadata", "head", "count")  # with column/<name>: a ShardedReplayBuffer's first format
 
 

@@ -48,11 +48,9 @@ def read_tensors(op: str, path: Path, file_format: str, wanted: Callable[[str], 
             if file_format == "ckpt":
                 return read_ckpt(path, wanted)
             return ms.load_checkpoint(str(path), format=file_format, choice_func=wanted)
-        except ValueError as error:
-            if "empty after filter" in str(error):  # MindSpore's word for "none of them wanted"
-                return {}
-            failure = f"{type(error).__name__}: {error}"
         except Exception as error:
+            if isinstance(error, ValueError) and "empty after filter" in str(error):  # MindSpore: none wanted
+                return {}
             failure = f"{type(error).__name__}: {error}"
         gc.collect()
     raise ValueError(f"For '{op}', '{path}' is not a readable checkpoint (corrupt or truncated?): {failure}")

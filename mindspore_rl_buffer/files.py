@@ -7,7 +7,8 @@ import re
 import stat
 from pathlib import Path
 
-_SHARD_SUFFIXES = (".safetensors", ".ckpt")
+# The checkpoint formats, by the ending of a file's name (MindSpore's format names).
+FORMATS = {".safetensors": "safetensors", ".ckpt": "ckpt"}
 
 
 def check_regular_file(op: str, what: str, path: Path, max_bytes: int | None = None) -> None:
@@ -53,7 +54,7 @@ def shard_path(path: str | os.PathLike, rank: int, world_size: int) -> str:
         ('run/buffer.rank1-of-2.ckpt', 'run/buffer.rank0-of-2.safetensors')
     """
     stem = os.fspath(path)
-    suffix = next((end for end in _SHARD_SUFFIXES if stem.endswith(end)), None)
+    suffix = next((end for end in FORMATS if stem.endswith(end)), None)
     if suffix is not None:
         stem = stem[: -len(suffix)]
     return f"{stem}.rank{rank}-of-{world_size}{suffix or '.ckpt'}"

@@ -145,10 +145,10 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         self._dataset_window_shift = check_optional_size(op, "dataset_window_shift", dataset_window_shift)
         self._flat = FlatSpec.of(data_spec)
         for i, path in enumerate(self._flat.paths):  # MindSpore's graphs build dicts of such keys only
-            if any(not isinstance(key, (str, int, float, tuple)) for key in path):
-                raise TypeError(f"For '{op}', the dict keys of 'data_spec' must be str, int, float or tuple, as "
-                                f"in MindSpore's graphs, but {self._flat.describe(i)} has the key "
-                                f"{next(k for k in path if not isinstance(k, (str, int, float, tuple)))!r}.")
+            for key in path:
+                if not isinstance(key, (str, int, float, tuple)):
+                    raise TypeError(f"For '{op}', the dict keys of 'data_spec' must be str, int, float or tuple, "
+                                    f"as in MindSpore's graphs, but {self._flat.describe(i)} has the key {key!r}.")
         deepest = max(range(len(self._flat.paths)), key=lambda i: len(self._flat.paths[i]))
         if len(self._flat.paths[deepest]) > MAX_NEST_DEPTH:  # MindSpore's graphs take nests of up to 6 levels
             raise ValueError(f"For '{op}', 'data_spec' must nest at most {MAX_NEST_DEPTH} levels deep (a call's "

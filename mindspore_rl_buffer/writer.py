@@ -115,7 +115,6 @@ class BufferWriter:
             # This call's rows leave the stage, so it stands for what went in: nothing when it
             # raises from its first insert, and retrying it inserts nothing twice.
             self._pending = before
-            self._unstaged()
             if inserted and hasattr(error, "add_note"):
                 error.add_note(f"BufferWriter.insert: {inserted} of its {n} transitions went into the buffer "
                                f"before it failed; the other {n - inserted} are not staged.")
@@ -170,9 +169,6 @@ class BufferWriter:
         """Hook: refuse valid transitions that may not follow what is staged (nothing is staged
         yet when it raises). The base writer accepts any order."""
 
-    def _unstaged(self) -> None:
-        """Hook: the rows of a failed insert left the stage (``pending`` is back to what it was)."""
-
     def _host_array(self, i: int, value: Any) -> np.ndarray:
         if isinstance(value, (np.ndarray, np.generic)):
             return native(np.asarray(value))
@@ -219,21 +215,13 @@ class TransitionWriter(BufferWriter):
     def __init__(self, buffer: Any, batch_size: int) -> None:
         super().__init__(buffer, batch_size)
         self._transitions = buffer
-        self._staged_ended: np.ndarray | None = None
 
     def _check_order(self, arrays: list[np.ndarray], single: bool) -> None:
         terminated, truncated = (a[None] if single else a for a in arrays[3:5])
-        if self.pending and self._staged_ended is not None:
-            previous = self._staged_ended
+        if self.pending:  # whether the newest staged row ended an episode, read from the stage
+            newest = self.pending - 1
+            previous = (self._staging[3][newest] != 0) | (self._staging[4][newest] != 0)
         else:
             with DIRECT_CALLS:
                 previous = self._transitions.last_ended.asnumpy()
-        self._staged_ended = check_final_rows("insert", previous, terminated, truncated)
-
-    def _unstaged(self) -> None:
-        # The newest staged row's ends again (they were the failed call's); the staged rows were checked.
-        if self.pending:
-            flags = [stage[self.pending - 1:self.pending] for stage in self._staging[3:5]]
-            self._staged_ended = ((flags[0] != 0) | (flags[1] != 0))[0]
-        else:
-            self._staged_ended = None
+        check_final_rows("insert", previous, terminated, truncated)

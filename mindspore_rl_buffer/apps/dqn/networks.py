@@ -12,6 +12,7 @@ from mindspore import nn
 
 from mindspore_rl_buffer.apps.dqn.cartpole import NUM_ACTIONS, OBSERVATION_SIZE
 from mindspore_rl_buffer.checkpoint_files import read_tensors
+from mindspore_rl_buffer.files import FORMATS
 
 
 class QNetwork(nn.Cell):
@@ -84,9 +85,6 @@ def save_q_network(q_net: QNetwork, path: str | Path) -> None:
     ms.save_checkpoint(entries, str(path))
 
 
-# The checkpoint formats evaluate reads, by suffix (MindSpore picks the reader by the suffix): the .ckpt
-# train writes, and a safetensors file of the same names (it holds tensors only, never code to run).
-FORMATS = {".ckpt": "ckpt", ".safetensors": "safetensors"}
 # The most parameters an error lists of a checkpoint that is not a Q-network's.
 _LISTED = 8
 
