@@ -2,7 +2,8 @@
 from mindspore_rl_buffer._graph import DIRECT_CALLS
 from mindspore_rl_buffer.checkpoint import load_checkpoint, save_checkpoint
 from mindspore_rl_buffer.compat import UniformReplayBuffer
-from mindspore_rl_buffer.config import create_buffer, load_config, register_buffer_type
+from mindspore_rl_buffer.config import create_buffer, register_buffer_type
+from mindspore_rl_buffer.config_files import load_config
 from mindspore_rl_buffer.priority_replay_buffer import PriorityReplayBuffer
 from mindspore_rl_buffer.py_uniform import PyUniformReplayBuffer
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer

@@ -1,4 +1,4 @@
-"""The YAML reader of :func:`~mindspore_rl_buffer.config.load_config`: PyYAML's ``SafeLoader``, as
+"""The YAML reader of :func:`~mindspore_rl_buffer.config_files.load_config`: PyYAML's ``SafeLoader``, as
 ``yaml.safe_load`` reads a file, refusing what it would read silently otherwise.
 
 - A key given twice in one mapping (``safe_load`` keeps the last value).

@@ -55,6 +55,25 @@ def test_number_greater_than_one_gives_independent_buffers():
     assert [int(b.size()) for b in buffers] == [0, 2, 0]
 
 
+@pytest.mark.parametrize(("kind", "seeds"), [
+    ("ReplayBuffer", {"seed": 7}), ("ReplayBuffer", {"seed": 2**31 - 1}),  # the second buffer's seed wraps to 0
+    ("ReservoirReplayBuffer", {"seed": 7}), ("ReservoirReplayBuffer", {"seed0": 7}),
+    ("ReservoirReplayBuffer", {"seed1": 7})])
+def test_the_buffers_of_a_seeded_entry_draw_apart_and_reproducibly(kind, seeds):
+    import numpy as np
+
+    entry = {"number": 2, "type": kind, "capacity": 1000, "data_shape": [(1,)], "data_type": ["int32"],
+             "sample_size": 16, **seeds}
+    first, second = (create_buffer(entry) for _ in range(2))
+    draws = []
+    for buffers in (first, second):
+        for buffer in buffers:
+            buffer.insert([np.arange(4000, dtype=np.int32).reshape(-1, 1)])
+        draws.append([buffer.sample()[0].asnumpy().ravel().tolist() for buffer in buffers])
+    assert draws[0] == draws[1], "the same entry drew differently"
+    assert draws[0][0] != draws[0][1], "two buffers of one seeded entry drew alike"
+
+
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])
 def test_yaml_and_json_configs(tmp_path, suffix):
     entry = {"number": 1, "type": "ReplayBuffer", "capacity": 50, "data_shape": [[4], [1]],
@@ -92,6 +111,32 @@ def test_multi_type_entries_are_all_validated_before_any_is_built(monkeypatch):
     refuse_to_build(monkeypatch)
     with pytest.raises(ValueError, match=r"'capacity' must be an int >= 1, but got 0"):
         create_buffer({"multi_type_replaybuffer": True, "local": DQN_ENTRY, "global": {**DQN_ENTRY, "capacity": 0}})
+
+
+TRANSITION_ENTRY = {"type": "TransitionReplayBuffer", "capacity": 64, "sample_size": 4, "num_envs": 2,
+                    "data_shape": [(4,), (), (), (), ()],
+                    "data_type": ["float32", "int32", "float32", "bool", "bool"]}
+
+
+@pytest.mark.parametrize("base, key, value, error, message", [
+    (DQN_ENTRY, "replace", "no", TypeError, r"'replace' must be a bool, but got str"),
+    (DQN_ENTRY, "ordered", 1, TypeError, r"'ordered' must be a bool, but got int"),
+    (DQN_ENTRY, "seed", -1, ValueError, r"'seed' must be an int >= 0, but got -1"),
+    (DQN_ENTRY, "seed", 1.5, TypeError, r"'seed' must be an int, but got float"),
+    (DQN_ENTRY, "seed", 2**40, ValueError, r"'seed' must be an int in \[0, 2\*\*31\)"),
+    ({**DQN_ENTRY, "type": "ReservoirReplayBuffer"}, "seed0", -2, ValueError, r"'seed0' must be an int >= 0"),
+    ({**DQN_ENTRY, "type": "ShardedReplayBuffer"}, "sampling", "all", ValueError,
+     r"'sampling' must be 'local' or 'global'"),
+    (TRANSITION_ENTRY, "n_step", 0, ValueError, r"'n_step' must be an int >= 1, but got 0"),
+    (TRANSITION_ENTRY, "stack_size", "4", TypeError, r"'stack_size' must be an int, but got str"),
+    (TRANSITION_ENTRY, "num_envs", True, TypeError, r"'num_envs' must be an int, but got bool"),
+    (TRANSITION_ENTRY, "gamma", 1.5, ValueError, r"'gamma' must be a float in \[0, 1\], but got 1.5"),
+    (TRANSITION_ENTRY, "seed", -1, ValueError, r"'seed' must be an int >= 0"),
+])
+def test_an_entry_s_options_are_checked_before_its_buffer_is_built(base, key, value, error, message):
+    buffer_arguments(base)
+    with pytest.raises(error, match=r"^For 'create_buffer', " + message):
+        buffer_arguments({**base, key: value})  # a pure check: a trainer builds networks and graphs before its buffer
 
 
 def without(key):

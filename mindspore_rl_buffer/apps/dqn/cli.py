@@ -96,11 +96,33 @@ def _writable(folder: Path) -> bool:
 
 
 def _existing_ancestor(path: Path) -> Path:
-    """The nearest folder or file above ``path`` that exists."""
+    """The nearest folder, file or symbolic link above ``path`` that exists."""
     ancestor = path.absolute().parent
-    while not ancestor.exists():
+    while not os.path.lexists(ancestor):
         ancestor = ancestor.parent
     return ancestor
+
+
+def _dangling(path: Path) -> bool:
+    """Whether ``path`` is a symbolic link to nothing: a missing target, or a loop."""
+    return os.path.lexists(path) and not path.exists()
+
+
+_DANGLING = "is a symbolic link to nothing (a missing target or a loop)"
+
+
+def _read_problem(flag: str, text: str, path: Path, hint: str) -> str | None:
+    """Why the file ``flag text`` (found at ``path``) cannot be read; ``None`` if it can or is missing (the
+    caller words a missing file)."""
+    if not text:
+        return f"{flag} must name a file, but got ''"
+    if path.is_dir():
+        return f"{flag} {text!r} is a folder, not a file{hint}"
+    if _dangling(path):
+        return f"{flag} {text!r} {_DANGLING}"
+    if path.exists() and not path.is_file():  # a device, a pipe: nothing to read a config or checkpoint from
+        return f"{flag} {text!r} must be a regular file{hint}, but it is a special file (a device or a pipe)"
+    return None
 
 
 def _out_problem(out: str) -> str | None:
@@ -108,26 +130,36 @@ def _out_problem(out: str) -> str | None:
     if not out:
         return "--out must name a folder, but got ''"
     path = Path(out)
+    if _dangling(path):
+        return f"--out {out!r} {_DANGLING}"
     if path.exists():
         if not path.is_dir():
             return f"--out {out!r} is a file, not a folder"
         return None if _writable(path) else f"--out {out!r} is not writable"
     ancestor = _existing_ancestor(path)
+    if _dangling(ancestor):
+        return f"--out {out!r} cannot be created: {str(ancestor)!r} {_DANGLING}"
     if not ancestor.is_dir():
         return f"--out {out!r} cannot be created: {str(ancestor)!r} is a file, not a folder"
     return None if _writable(ancestor) else f"--out {out!r} cannot be created: {str(ancestor)!r} is not writable"
 
 
-def _frames_problem(frames: str) -> str | None:
+def _frames_problem(frames: str, overwrite: bool) -> str | None:
     """Why ``evaluate`` could not write its strip of frames to ``--frames frames``; ``None`` if it can."""
     if not frames:
         return "--frames must name a file, such as frames.png, but got ''"
     path = Path(frames)
     if path.is_dir():
         return f"--frames {frames!r} is a folder; name a file in it, such as {str(path / 'frames.png')!r}"
+    if path.suffix.lower() != ".png":  # the strip is a PNG; matplotlib would add '.png' or pick another format
+        return f"--frames must name a .png file, such as frames.png, but got {frames!r}"
+    if os.path.lexists(path) and not overwrite:  # a training run's learning curve, an earlier strip
+        return f"--frames {frames!r} exists; name a new file, or pass --overwrite to replace it"
     folder = path.absolute().parent
     if not folder.is_dir():
         ancestor = _existing_ancestor(path)
+        if _dangling(ancestor):
+            return f"--frames {frames!r} cannot be written: {str(ancestor)!r} {_DANGLING}"
         if not ancestor.is_dir():
             return f"--frames {frames!r} cannot be written: {str(ancestor)!r} is a file, not a folder"
         return f"--frames {frames!r} cannot be written: folder {str(folder)!r} does not exist"
@@ -180,7 +212,9 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=_seed, default=0,
                           help="seed of the start states, in [0, 2**31) (default: %(default)s)")
     evaluate.add_argument("--frames", default=None,
-                          help="also write a PNG strip of frames of the first episode to this path (needs matplotlib)")
+                          help="also write a PNG strip of frames of the first episode to this .png file (needs "
+                               "matplotlib); an existing file is refused")
+    evaluate.add_argument("--overwrite", action="store_true", help="replace an existing --frames file")
     return parser
 
 
@@ -197,8 +231,9 @@ def _train(args: argparse.Namespace) -> int:
         return 2
     name = args.config if args.config is not None else default_config(args.buffer, args.env)
     config_path = _resolve_config(name)
-    if config_path.is_dir():
-        print(f"error: config file {name!r} is a folder, not a file; pass --config FILE", file=sys.stderr)
+    problem = _read_problem("--config", name, config_path, " (a .py, .yaml or .json config file)")
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     if not config_path.is_file():
         print(f"error: config file {name!r} not found; pass --config PATH, or one of the shipped configs "
@@ -270,19 +305,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     from mindspore_rl_buffer.apps.dqn import play
     from mindspore_rl_buffer.apps.dqn.extras import MissingExtraError
 
-    if Path(args.checkpoint).is_dir():
-        print(f"error: checkpoint {args.checkpoint!r} is a folder, not a file (train writes "
-              "runs/dqn/dqn_cartpole.ckpt)", file=sys.stderr)
-        return 2
-    if not Path(args.checkpoint).exists():
-        print(f"error: checkpoint {args.checkpoint!r} not found (train writes runs/dqn/dqn_cartpole.ckpt)",
-              file=sys.stderr)
-        return 2
-    if not Path(args.checkpoint).is_file():  # a device, a pipe: nothing MindSpore can read a checkpoint from
-        print(f"error: checkpoint {args.checkpoint!r} must be a regular file, as train writes "
-              "runs/dqn/dqn_cartpole.ckpt, but it is a special file (a device or a pipe)", file=sys.stderr)
-        return 2
-    problem = None if args.frames is None else _frames_problem(args.frames)
+    problem = _read_problem("--checkpoint", args.checkpoint, Path(args.checkpoint),
+                            " (train writes runs/dqn/dqn_cartpole.ckpt)")
+    if problem is None and not Path(args.checkpoint).exists():
+        problem = f"--checkpoint {args.checkpoint!r} not found (train writes runs/dqn/dqn_cartpole.ckpt)"
+    if problem is None and args.frames is not None:
+        problem = _frames_problem(args.frames, args.overwrite)
     if problem is not None:  # before the episodes are played
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -305,12 +333,16 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status (0 when the command finished, 2 on a usage error)."""
+    """Run the command line; return the exit status (0 when the command finished, 2 on a usage error,
+    130 after Ctrl-C)."""
     args = _parser().parse_args(argv)
-    import mindspore as ms
+    try:
+        import mindspore as ms
 
-    ms.set_context(mode=ms.GRAPH_MODE)
-    return _train(args) if args.command == "train" else _evaluate(args)
+        ms.set_context(mode=ms.GRAPH_MODE)
+        return _train(args) if args.command == "train" else _evaluate(args)
+    except KeyboardInterrupt:  # before MindSpore takes over SIGINT (it does once a graph compiles)
+        return 130
 
 
 if __name__ == "__main__":

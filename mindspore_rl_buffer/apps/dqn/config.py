@@ -28,11 +28,12 @@ import mindspore as ms
 
 from mindspore_rl_buffer import PriorityReplayBuffer, TransitionReplayBuffer
 from mindspore_rl_buffer._errors import did_you_mean, shown
-from mindspore_rl_buffer._validation import SEED_END
+from mindspore_rl_buffer._validation import SEED_END, check_size
 from mindspore_rl_buffer.apps.dqn.cartpole import MAX_EPISODE_STEPS, NUM_ACTIONS, OBSERVATION_SIZE
 from mindspore_rl_buffer.apps.dqn.schedule import MAX_STEPS, first_learning
 from mindspore_rl_buffer.config import buffer_arguments
 from mindspore_rl_buffer.config_yaml import yaml_number_spelling
+from mindspore_rl_buffer.specs import TensorSpec, check_batch_bytes
 
 SECTIONS = ("replay_buffer", "learner", "policy", "environment", "trainer")
 ENVIRONMENT = "CartPole-v1"
@@ -262,6 +263,10 @@ def _check_transitions(config: Mapping[str, Any], buffer_type: type, arguments: 
         raise ValueError(f"For 'train', the 'trainer.learning_starts' must be at least {(steps - 1) * num_envs + 1} "
                          f"with a TransitionReplayBuffer of n_step {n_step} and {num_envs} environments, so that "
                          f"the first sample finds a valid start (n_step + 3 steps stored), but got {learning_starts}.")
+    # One sample serves a collect step's learn steps (LearnStep): a batch that large must be possible.
+    what = "trainer.learn_steps_per_collect * replay_buffer.sample_size"
+    batch = check_size("train", what, setting(config, "trainer", "learn_steps_per_collect") * arguments["sample_size"])
+    check_batch_bytes("train", what, batch, [TensorSpec((OBSERVATION_SIZE,), ms.float32, "observation")], 2)
     return n_step
 
 

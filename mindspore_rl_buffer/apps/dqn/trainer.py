@@ -157,6 +157,9 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
     check_extras(progress=progress, plot=out_dir is not None)
     agent = build_agent(config, buffer_kind, env_kind, seed)
     out = None if out_dir is None else output_folder(out_dir, agent, overwrite)
+    # With overwrite: the earlier run's files, as they are now; a file another run writes meanwhile is kept.
+    replaceable = {name: _identity(out / name) if out is not None and overwrite else None
+                   for name in (CHECKPOINT, CURVE)}
     learn_steps = get("learn_steps_per_collect")
     runner: Loop = FusedLoop(agent) if loop == "fused" else HostLoop(agent)
     threshold, evaluations = float(get("solve_threshold")), get("solve_evaluations")
@@ -196,20 +199,30 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
         checkpoint, curve = (out / f"{Path(name).stem}.{os.getpid()}{Path(name).suffix}"
                              for name in (CHECKPOINT, CURVE))
         save_q_network(agent.q_net, checkpoint)
-        result.checkpoint_path = publish(checkpoint, out / CHECKPOINT, overwrite)
+        result.checkpoint_path = publish(checkpoint, out / CHECKPOINT, replaceable[CHECKPOINT])
         plot_learning_curve(result, curve, threshold, evaluations)
-        result.curve_path = publish(curve, out / CURVE, overwrite)
+        result.curve_path = publish(curve, out / CURVE, replaceable[CURVE])
     return result
 
 
-def publish(written: Path, final: Path, overwrite: bool) -> Path:
+def _identity(path: Path) -> tuple[int, ...] | None:
+    """What tells one file at ``path`` from another written there later; ``None`` if there is none."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    return status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size
+
+
+def publish(written: Path, final: Path, replaceable: tuple[int, ...] | None = None) -> Path:
     """Give the file ``written`` the name ``final``; return the name it has.
 
-    Without ``overwrite`` a file created at ``final`` since the run checked its folder (another
-    run writing there at the same time) is never replaced: ``final`` is created exclusively,
-    and if it exists the file keeps its own name ``written``.
+    ``final`` is replaced only if it is still the file ``replaceable`` identifies (the earlier run's,
+    with ``--overwrite``, as :func:`_identity` found it before training). A file written at ``final``
+    since then (another run writing there at the same time) is never replaced: ``final`` is created
+    exclusively, and if it exists the file keeps its own name ``written``.
     """
-    if overwrite:
+    if replaceable is not None and _identity(final) == replaceable:
         os.replace(written, final)
         return final
     try:

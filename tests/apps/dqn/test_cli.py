@@ -2,12 +2,14 @@
 and the evaluate command."""
 from __future__ import annotations
 
+import json
 import re
 
 import mindspore as ms
 import numpy as np
 import pytest
 
+from mindspore_rl_buffer import load_config
 from mindspore_rl_buffer.apps.dqn import cli
 from mindspore_rl_buffer.apps.dqn.networks import QNetwork, save_q_network
 from tests.apps.dqn.helpers import CONFIG, ROOT
@@ -178,8 +180,23 @@ def test_evaluate_plays_a_safetensors_q_network_as_its_ckpt(tmp_path, capsys):
 
 def test_evaluate_of_a_path_that_is_not_a_regular_file_does_not_say_not_found(capsys, monkeypatch):
     error = _refused_before_training(capsys, monkeypatch, ["evaluate", "--checkpoint", "/dev/null"])
-    assert error == ("error: checkpoint '/dev/null' must be a regular file, as train writes "
-                     "runs/dqn/dqn_cartpole.ckpt, but it is a special file (a device or a pipe)\n")
+    assert error == ("error: --checkpoint '/dev/null' must be a regular file (train writes "
+                     "runs/dqn/dqn_cartpole.ckpt), but it is a special file (a device or a pipe)\n")
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate"])
+def test_an_empty_a_special_or_a_dangling_input_path_is_named_for_what_it_is(tmp_path, capsys, monkeypatch, command):
+    flag = "--config" if command == "train" else "--checkpoint"
+    refused = {"": f"error: {flag} must name a file, but got ''\n",
+               "/dev/null": f"error: {flag} '/dev/null' must be a regular file",
+               str(tmp_path / "loop"): f"error: {flag} '{tmp_path / 'loop'}' is a symbolic link to nothing (a "
+                                       f"missing target or a loop)\n"}
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for path, message in refused.items():
+        extra = ["--out", str(tmp_path / "run")] if command == "train" else []
+        error = _refused_before_training(capsys, monkeypatch, [command, flag, path, *extra])
+        assert error.startswith(message) and "not found" not in error and "folder" not in error
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["loop"]
 
 
 def test_a_saved_q_network_loads_with_its_layer_sizes(tmp_path):
@@ -266,12 +283,49 @@ def test_an_output_folder_that_cannot_be_written_is_refused_before_training(tmp_
     assert sorted(path.name for path in tmp_path.iterdir()) == ["afile"]
 
 
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("replace", "no", "'replace' must be a bool, but got str"),
+    ("ordered", "yes", "'ordered' must be a bool, but got str"),
+    ("seed", -1, "'seed' must be an int >= 0, but got -1"),
+    ("seed", 1.5, "'seed' must be an int, but got float"),
+])
+def test_a_buffer_option_of_the_wrong_kind_is_refused_before_anything_is_built(tmp_path, capsys, monkeypatch,
+                                                                               key, value, message):
+    config = json.loads(json.dumps(load_config(ROOT / "configs" / "dqn.yaml")))
+    config["replay_buffer"][key] = value
+    (tmp_path / "bad.json").write_text(json.dumps(config))
+    error = _refused_before_training(capsys, monkeypatch, ["train", "--config", str(tmp_path / "bad.json"), "--out",
+                                                            str(tmp_path / "run")])
+    assert error == f"error: For 'create_buffer', {message}.\n"
+
+
+def test_an_out_that_is_a_symbolic_link_to_nothing_is_refused_before_training(tmp_path, capsys, monkeypatch):
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for out, problem in ((tmp_path / "dangling", f"--out '{tmp_path / 'dangling'}' is"),
+                         (tmp_path / "loop", f"--out '{tmp_path / 'loop'}' is"),
+                         (tmp_path / "loop" / "sub", f"--out '{tmp_path / 'loop' / 'sub'}' cannot be created: "
+                                                     f"'{tmp_path / 'loop'}' is")):
+        error = _refused_before_training(capsys, monkeypatch, ["train", "--out", str(out)])
+        assert error == f"error: {problem} a symbolic link to nothing (a missing target or a loop)\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["dangling", "loop"]
+
+
+def test_ctrl_c_before_the_graphs_compile_ends_the_command_quietly(tmp_path, capsys, monkeypatch):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_train", interrupted)
+    assert cli.main(["train", "--out", str(tmp_path / "run")]) == 130
+    assert capsys.readouterr() == ("", "")
+
+
 def test_a_folder_given_as_config_or_checkpoint_is_named_a_folder(tmp_path, capsys, monkeypatch):
     error = _refused_before_training(capsys, monkeypatch, ["train", "--config", str(tmp_path), "--out",
                                                             str(tmp_path / "run")])
-    assert f"config file '{tmp_path}' is a folder, not a file" in error and "not found" not in error
+    assert f"--config '{tmp_path}' is a folder, not a file" in error and "not found" not in error
     error = _refused_before_training(capsys, monkeypatch, ["evaluate", "--checkpoint", str(tmp_path)])
-    assert f"checkpoint '{tmp_path}' is a folder, not a file" in error and "not found" not in error
+    assert f"--checkpoint '{tmp_path}' is a folder, not a file" in error and "not found" not in error
     assert list(tmp_path.iterdir()) == []
 
 
@@ -290,10 +344,29 @@ def test_a_frames_path_that_cannot_be_written_is_refused_before_playing(tmp_path
         error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(under_a_file)])
         assert f"--frames '{under_a_file}' cannot be written: '{checkpoint}' is a file, not a folder" in error
         assert "does not exist" not in error
+    for not_png in ("f.txt", "f", "f.ckpt"):  # matplotlib would write f.png, or another format, or fail late
+        error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(tmp_path / not_png)])
+        assert f"--frames must name a .png file, such as frames.png, but got '{tmp_path / not_png}'" in error
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(tmp_path / "loop" / "f.png")])
+    assert f"cannot be written: '{tmp_path / 'loop'}' is a symbolic link to nothing" in error
     monkeypatch.setattr(cli.os, "access", lambda path, mode: False)
     error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(tmp_path / "f.png")])
     assert f"--frames '{tmp_path / 'f.png'}' cannot be written: it or its folder is not writable" in error
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["q.ckpt"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["loop", "q.ckpt"]
+
+
+def test_evaluate_never_overwrites_an_existing_file_with_frames_unless_asked(tmp_path, capsys, monkeypatch):
+    checkpoint, curve = tmp_path / "q.ckpt", tmp_path / "learning_curve.png"
+    save_q_network(QNetwork(4, 2, (16, 8)), checkpoint)
+    curve.write_bytes(b"a training run's learning curve")
+    evaluate = ["evaluate", "--checkpoint", str(checkpoint), "--episodes", "2", "--frames", str(curve)]
+    error = _refused_before_training(capsys, monkeypatch, evaluate)
+    assert f"--frames '{curve}' exists; name a new file, or pass --overwrite to replace it" in error
+    assert curve.read_bytes() == b"a training run's learning curve"
+    monkeypatch.undo()  # plays for real now
+    assert cli.main([*evaluate, "--overwrite"]) == 0
+    assert curve.read_bytes().startswith(b"\x89PNG")
 
 
 def test_a_failed_write_of_the_outputs_is_an_error_naming_the_path(tmp_path, capsys, monkeypatch):
@@ -431,9 +504,15 @@ def test_a_config_budget_that_is_not_a_multiple_is_named_in_the_note(tmp_path, c
         in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("overwrite", [False, True])
 def test_a_run_written_meanwhile_into_the_same_folder_is_kept_and_this_run_keeps_its_own_names(
-        tmp_path, capsys, monkeypatch):
+        tmp_path, capsys, monkeypatch, overwrite):
     from mindspore_rl_buffer.apps.dqn import trainer
+
+    if overwrite:  # an earlier run's files, which --overwrite may replace, but not the files written since
+        (tmp_path / "run").mkdir()
+        for name in (trainer.CHECKPOINT, trainer.CURVE):
+            (tmp_path / "run" / name).write_bytes(b"the earlier run's " + name.encode())
 
     save = trainer.save_q_network
 
@@ -443,7 +522,7 @@ def test_a_run_written_meanwhile_into_the_same_folder_is_kept_and_this_run_keeps
         save(q_net, path)
 
     monkeypatch.setattr(trainer, "save_q_network", other_run_finished_meanwhile)
-    assert _train(tmp_path / "run", "--max-steps", "64") == 0
+    assert _train(tmp_path / "run", "--max-steps", "64", *(["--overwrite"] if overwrite else [])) == 0
     captured = capsys.readouterr()
     assert "note: another run wrote to --out" in captured.err
     files = _contents(tmp_path / "run")
@@ -455,17 +534,26 @@ def test_a_run_written_meanwhile_into_the_same_folder_is_kept_and_this_run_keeps
     assert cli.main(["evaluate", "--checkpoint", str(tmp_path / "run" / own[0]), "--episodes", "2"]) == 0
 
 
-def test_publish_creates_the_final_name_exclusively_unless_asked_to_overwrite(tmp_path):
-    from mindspore_rl_buffer.apps.dqn.trainer import publish
+def test_publish_creates_the_final_name_exclusively_and_replaces_only_the_file_it_may(tmp_path):
+    import os
 
+    from mindspore_rl_buffer.apps.dqn.trainer import _identity, publish
+
+    final = tmp_path / "final"
     (tmp_path / "mine.1").write_bytes(b"mine")
-    assert publish(tmp_path / "mine.1", tmp_path / "final", overwrite=False) == tmp_path / "final"
-    assert (tmp_path / "final").read_bytes() == b"mine" and not (tmp_path / "mine.1").exists()
+    assert publish(tmp_path / "mine.1", final) == final
+    assert final.read_bytes() == b"mine" and not (tmp_path / "mine.1").exists()
     (tmp_path / "mine.2").write_bytes(b"second")
-    assert publish(tmp_path / "mine.2", tmp_path / "final", overwrite=False) == tmp_path / "mine.2"
-    assert (tmp_path / "final").read_bytes() == b"mine" and (tmp_path / "mine.2").read_bytes() == b"second"
-    assert publish(tmp_path / "mine.2", tmp_path / "final", overwrite=True) == tmp_path / "final"
-    assert (tmp_path / "final").read_bytes() == b"second" and not (tmp_path / "mine.2").exists()
+    assert publish(tmp_path / "mine.2", final) == tmp_path / "mine.2"
+    assert final.read_bytes() == b"mine" and (tmp_path / "mine.2").read_bytes() == b"second"
+    earlier = _identity(final)
+    assert publish(tmp_path / "mine.2", final, earlier) == final
+    assert final.read_bytes() == b"second" and not (tmp_path / "mine.2").exists()
+    (tmp_path / "other").write_bytes(b"second")  # another run's file put in place since: same size and bytes
+    os.replace(tmp_path / "other", final)
+    (tmp_path / "mine.3").write_bytes(b"third")
+    assert publish(tmp_path / "mine.3", final, earlier) == tmp_path / "mine.3"
+    assert final.read_bytes() == b"second" and (tmp_path / "mine.3").read_bytes() == b"third"
 
 
 def test_running_out_of_memory_building_the_run_is_an_error_naming_the_sizes(tmp_path, capsys, monkeypatch):

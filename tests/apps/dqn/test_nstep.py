@@ -72,8 +72,11 @@ def test_the_shipped_nstep_config_is_dqn_py_with_a_transition_buffer():
      "'data_shape' must be [(4,), (), (), (), ()] (observation, action, reward, terminated, truncated)"),
     (lambda c: c["replay_buffer"].update(data_type=["float32", "int32", "float32", "float32", "float32"]),
      "'data_type' must be ['float32', 'int32', 'float32', 'uint8', 'uint8']"),
+    (lambda c: c["trainer"].update(learn_steps_per_collect=2**24),  # one sample of 2**31 transitions
+     "'trainer.learn_steps_per_collect * replay_buffer.sample_size' must be an int <= 1073741824, but got "
+     "2147483648."),
 ], ids=["num_envs", "num_envs_default", "gamma", "learner_gamma", "stack_size", "learning_starts", "capacity",
-        "shape", "type"])
+        "shape", "type", "batch"])
 def test_an_nstep_entry_the_trainer_cannot_run_is_refused_before_anything_is_built(change, message):
     config = nstep_config()
     change(config)
@@ -82,6 +85,20 @@ def test_an_nstep_entry_the_trainer_cannot_run_is_refused_before_anything_is_bui
         train(config, progress=False)
     assert message in str(error.value)
     assert config == before, "the config was changed"
+
+
+def test_a_collect_s_sample_larger_than_memory_is_refused_before_anything_is_built(monkeypatch):
+    from mindspore_rl_buffer import specs
+
+    monkeypatch.setattr(specs, "output_bound", lambda: (2**20, "a machine of 1 MiB"))
+    config = nstep_config(learn_steps_per_collect=2**10)  # 2**10 * 128 transitions, two stacks of 16 bytes each
+    with pytest.raises(ValueError, match=r"^For 'train', 'trainer.learn_steps_per_collect \* replay_buffer."
+                                         r"sample_size' must be small enough that its items of column 'observation' "
+                                         r"take at most 1048576 bytes \(a machine of 1 MiB\), but got 131072: "
+                                         r"4194304 bytes\.$"):
+        check_config(config)
+    config["trainer"]["learn_steps_per_collect"] = 2**8
+    check_config(config)
 
 
 def test_the_smallest_warm_up_the_check_allows_finds_a_valid_start():
