@@ -126,7 +126,7 @@ def check_exponent(op: str, arg: str, value: Any) -> float:
         value = value.asnumpy().item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise _errors.type_error(op, arg, "a float", value)
-    if not math.isfinite(value) or value < 0:
+    if value < 0 or not (isinstance(value, (int, np.integer)) or math.isfinite(value)):  # an int may pass 1e308
         raise _errors.value_error(op, arg, "a finite float >= 0", value)
     if value > FLOAT32_MAX:  # the graphs take it as float32, where it would be infinite
         raise _errors.value_error(op, arg, f"a finite float >= 0 of at most {FLOAT32_MAX:.8g} (float32's largest)",

@@ -109,13 +109,14 @@ TREE_RTOL = 1e-5
 
 
 def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: np.ndarray, count: int,
-                      names: tuple[str, str, str]) -> list[str]:
+                      names: tuple[str, str, str], alpha: float) -> list[str]:
     """What breaks the trees of a priority buffer (``mindspore_rl_buffer.ops.priority``), or ``[]``.
 
-    The invariants its operators keep: ``max_priority`` is in ``[PRIORITY_FLOOR,
-    PRIORITY_CEILING]``; the stored slots ``[0, count)`` (the ring holds ``count`` items;
-    ``count`` keeps the ring contract, checked apart) have leaves in ``[LEAF_FLOOR,
-    LEAF_CEILING]``, equal in both trees; every other leaf is 0 in
+    The invariants its operators keep: ``max_priority`` is in ``[1, PRIORITY_CEILING]`` (it
+    starts at 1 and never decreases); the stored slots ``[0, count)`` (the ring holds ``count``
+    items; ``count`` keeps the ring contract, checked apart) have leaves in ``[LEAF_FLOOR,
+    LEAF_CEILING]``, none above the leaf of ``max_priority`` (``max_priority ** alpha``, the
+    largest priority stored so far, clamped alike), equal in both trees; every other leaf is 0 in
     the sum tree and ``+inf`` in the min tree; every inner node is the sum (the minimum) of its
     two children. Values computed apart are compared within :data:`TREE_RTOL`; each problem
     names its Parameter (``names``: the sum tree's, the min tree's, ``max_priority``'s).
@@ -123,9 +124,9 @@ def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: 
     sum_name, min_name, max_name = names
     top = float(np.asarray(max_priority, np.float64).reshape(-1)[0])
     problems = []
-    if not _PRIORITY_RANGE[0] <= top <= _PRIORITY_RANGE[1]:  # NaN is in no range
-        problems.append(f"Parameter '{max_name}' must be in [{PRIORITY_FLOOR:g}, 2**126] (where the buffer clamps "
-                        f"every priority), but got {top}")
+    if not 1.0 <= top <= _PRIORITY_RANGE[1]:  # NaN is in no range
+        problems.append(f"Parameter '{max_name}' must be in [1, 2**126] (it starts at 1 and never decreases; the "
+                        f"buffer clamps every priority to 2**126), but got {top}")
     sums, mins = np.asarray(sum_tree, np.float64), np.asarray(min_tree, np.float64)
     bad = np.flatnonzero(~(np.isfinite(sums) & (sums >= 0)))
     if bad.size:
@@ -141,10 +142,15 @@ def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: 
     stored = np.arange(size) < count
     sum_leaves, min_leaves = sums[size:], mins[size:]
     after = f"the slots not stored (from slot {count} on)"
+    with np.errstate(over="ignore"):
+        top_leaf = min(max(float(np.power(top, np.float64(alpha))), _LEAF_RANGE[0]), _LEAF_RANGE[1])
     for name, wrong, what, values in (
             (sum_name, stored & ~((_LEAF_RANGE[0] <= sum_leaves) & (sum_leaves <= _LEAF_RANGE[1])),
              f"a leaf in [{LEAF_FLOOR:.4g}, 2**96] (where the buffer clamps priority ** alpha) for each of the "
              f"{count} stored slots", sum_leaves),
+            (sum_name, stored & (sum_leaves > top_leaf * (1 + TREE_RTOL)),
+             f"no leaf above {top_leaf:.7g}, the leaf of '{max_name}' ({top:.7g} ** alpha {alpha:g}), the largest "
+             f"priority stored so far", sum_leaves),
             (sum_name, ~stored & (sum_leaves != 0), f"0 for {after}", sum_leaves),
             (min_name, stored & ~np.isclose(min_leaves, sum_leaves, rtol=TREE_RTOL, atol=0),
              f"the leaves of '{sum_name}' for the stored slots",

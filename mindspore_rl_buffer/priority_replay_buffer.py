@@ -38,7 +38,15 @@ def _host_sample(self: PriorityReplayBuffer, beta: Any) -> Launch:
     return Launch(Tensor(beta, ms.float32))
 
 
+def _one_column(priorities: Any) -> Any:
+    """Priorities of shape ``(n, 1)`` as ``(n,)``: TD errors of MindSpore Reinforcement's ``(1,)`` reward
+    column come so, and its kernel read them as ``n`` values. Runs on the host and in graphs."""
+    shape = priorities.shape if isinstance(priorities, (Tensor, np.ndarray)) else ()
+    return priorities.reshape((shape[0],)) if len(shape) == 2 and shape[1] == 1 else priorities
+
+
 def _host_update(self: PriorityReplayBuffer, indices: Any, priorities: Any) -> Launch | None:
+    priorities = _one_column(priorities)
     slots, values = check_priorities("update_priorities", indices, priorities, int(self.count), self._alpha)
     if not slots.size:
         return None
@@ -206,7 +214,9 @@ class PriorityReplayBuffer(RingBuffer):
         Args:
             indices (Tensor): int, 1-D: physical slots in ``[0, size())``, as returned by
                 :meth:`sample`. A numpy array is accepted for direct calls.
-            priorities (Tensor): float, the shape of ``indices``, finite and ``>= 0``.
+            priorities (Tensor): float, the shape of ``indices``, finite and ``>= 0``; ``(n, 1)``
+                for ``n`` indices is read as ``(n,)``, as MindSpore Reinforcement's kernel read
+                TD errors of a ``(1,)`` reward column.
 
         Returns:
             None when called directly; inside a graph, the new largest priority.
@@ -220,6 +230,7 @@ class PriorityReplayBuffer(RingBuffer):
                 there, negative and NaN priorities are clamped to the floor and ``+inf``
                 is not checked.
         """
+        priorities = _one_column(priorities)
         check_tensor_arg_graph("update_priorities", "indices", indices.dtype, indices.shape, "int", "a 1-D int tensor")
         check_tensor_arg_graph("update_priorities", "priorities", priorities.dtype, priorities.shape, "float",
                                "a 1-D float tensor")
@@ -245,4 +256,4 @@ class PriorityReplayBuffer(RingBuffer):
         would otherwise sample NaN weights or slots that hold no item."""
         return priority_contract(read(self.sum_tree), read(self.min_tree), read(self.max_priority),
                                  int(read(self.count)), (self.sum_tree.name, self.min_tree.name,
-                                                         self.max_priority.name))
+                                                         self.max_priority.name), self._alpha)

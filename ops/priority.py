@@ -244,6 +244,8 @@ def sample(sum_tree, min_tree, count, sample_size, beta, capacity, seed=None, ch
     targets = (arange(sample_size).astype(ms.float32) + uniform) * (total / sample_size)
     slots = find_slots(sum_tree, targets, count, capacity)
     leaves = ops.gather(sum_tree, slots + tree_size(capacity), 0)
+    if isinstance(beta, Tensor) and beta.dtype != ms.float32:  # a float64 beta would make float64 weights
+        beta = beta.astype(ms.float32)
     weights = ops.pow(min_tree[1] / leaves, beta)
     if check:
         return guarded((slots, weights), count >= 1, [count])
@@ -329,6 +331,8 @@ def update_priorities(sum_tree, min_tree, max_priority, count, slots, priorities
         >>> sum_tree.asnumpy()[tree_size(4):].tolist(), float(top)
         ([0.0, 0.5, 0.0, 2.0], 2.0)
     """
+    if slots.shape[0] == 0:  # nothing to set (the shape is known when the graph compiles)
+        return max_priority
     wide = slots.astype(ms.int64)  # judged as given: a uint64 above 2**63 turns negative and fails
     slots = (wide % capacity).astype(ms.int32)  # a valid slot always; the guard refuses the others
     if check:

@@ -614,15 +614,21 @@ def scaled(tree, node, factor):
 # that exactly one invariant breaks.
 CORRUPT_TREES = {
     "max_priority_nan": (lambda s, m, t: (s, m, np.float32(np.nan)),
-                         r"Parameter 'max_priority' must be in \[1e-08, 2\*\*126\] .*, but got nan"),
+                         r"Parameter 'max_priority' must be in \[1, 2\*\*126\] .*, but got nan"),
     "max_priority_zero": (lambda s, m, t: (s, m, np.float32(0)),
-                          r"Parameter 'max_priority' must be in \[1e-08, 2\*\*126\] .*, but got 0\.0"),
+                          r"Parameter 'max_priority' must be in \[1, 2\*\*126\] .*, but got 0\.0"),
     "max_priority_inf": (lambda s, m, t: (s, m, np.float32(np.inf)),
-                         r"Parameter 'max_priority' must be in \[1e-08, 2\*\*126\] .*, but got inf"),
+                         r"Parameter 'max_priority' must be in \[1, 2\*\*126\] .*, but got inf"),
     "max_priority_past_the_ceiling": (lambda s, m, t: (s, m, np.float32(3e38)),
-                                      r"Parameter 'max_priority' must be in \[1e-08, 2\*\*126\] .*, but got 3"),
+                                      r"Parameter 'max_priority' must be in \[1, 2\*\*126\] .*, but got 3"),
     "max_priority_below_the_floor": (lambda s, m, t: (s, m, np.float32(1e-9)),
-                                     r"Parameter 'max_priority' must be in \[1e-08, 2\*\*126\] .*, but got 9\.99"),
+                                     r"Parameter 'max_priority' must be in \[1, 2\*\*126\] .*, but got 9\.99"),
+    "max_priority_below_one": (lambda s, m, t: (s, m, np.float32(0.5)),  # it starts at 1 and never decreases
+                               r"Parameter 'max_priority' must be in \[1, 2\*\*126\] .*, but got 0\.5"),
+    "stored_leaf_above_max_priority": (lambda s, m, t: (*set_leaf(s, m, 1, 100.0, 100.0), t),
+                                       r"Parameter 'sum_tree' must hold no leaf above 2\.29\d*, the leaf of "
+                                       r"'max_priority' \(4 \*\* alpha 0\.6\), the largest priority stored so far, "
+                                       r"but got 100\.0 for slot 1"),
     "stored_leaf_past_the_ceiling": (lambda s, m, t: (*set_leaf(s, m, 1, 3e38, 3e38), t),
                                      r"Parameter 'sum_tree' must hold a leaf in \[1\.175e-38, 2\*\*96\] .* for each "
                                      r"of the 4 stored slots, but got 3"),

@@ -326,6 +326,8 @@ BAD_CALLS = [
     ("sample a beta float32 takes as infinite", lambda b: b.sample(1e39), ValueError,
      r"'beta' must be a finite float >= 0 of at most 3.4028235e\+38 \(float32's largest\), but got 1e\+39"),
     ("sample a NaN beta", lambda b: b.sample(float("nan")), ValueError, "'beta' must be a finite float"),
+    ("sample an int beta past float64", lambda b: b.sample(10**400), ValueError,
+     r"'beta' must be a finite float >= 0 of at most 3.4028235e\+38 \(float32's largest\), but got 10{400}\."),
     ("sample a bool beta", lambda b: b.sample(True), TypeError, "'beta' must be a float, but got bool"),
     ("sample a string beta", lambda b: b.sample("1"), TypeError, "'beta' must be a float, but got str"),
     ("sample_with_indices", lambda b: b.sample_with_indices(), TypeError, r"use sample\(beta\)"),
@@ -373,6 +375,7 @@ def test_sampling_an_empty_buffer_is_refused():
     (float("inf"), ValueError, "but got inf"),
     (True, TypeError, "'alpha' must be a float, but got bool"),
     ("0.6", TypeError, "'alpha' must be a float, but got str"),
+    (10**400, ValueError, r"'alpha' must be a finite float >= 0 of at most 3.4028235e\+38 .*but got 10{400}\.$"),
 ])
 def test_bad_alpha(alpha, error, message):
     with pytest.raises(error, match=message):
@@ -389,6 +392,54 @@ class Updater(nn.Cell):
 
     def construct(self, indices, priorities):
         return self.buffer.update_priorities(indices, priorities)
+
+
+class Sampler(nn.Cell):
+    def __init__(self, buffer):
+        super().__init__()
+        self.buffer = buffer
+
+    def construct(self, beta):
+        return self.buffer.sample(beta)
+
+
+@pytest.mark.parametrize("dtype", [ms.float64, ms.float16, ms.int32])
+def test_in_a_graph_a_beta_tensor_of_another_dtype_gives_float32_weights(dtype):
+    prb = make()
+    prb.insert(encoded_batch(0, 6))
+    prb.update_priorities(np.arange(6, dtype=I32), np.arange(1, 7, dtype=F32))
+    slots, weights = Sampler(prb)(Tensor(2, dtype))[:2]
+    assert weights.dtype == ms.float32
+    leaves = prb.sum_tree.asnumpy()[tree_size(6):][slots.asnumpy()]
+    np.testing.assert_allclose(weights.asnumpy(), (prb.min_tree.asnumpy()[1] / leaves) ** 2, rtol=1e-5)
+
+
+def test_an_empty_update_is_nothing_to_do_in_a_graph_too():
+    prb = make()
+    prb.insert(encoded_batch(0, 3))
+    prb.update_priorities(np.array([0, 2], I32), np.array([2.0, 0.5], F32))
+    before = state_of(prb)
+    top = Updater(prb)(Tensor(np.zeros(0, I32)), Tensor(np.zeros(0, F32)))
+    assert float(top) == 2.0
+    assert_same_state(before, state_of(prb))
+
+
+@pytest.mark.parametrize("in_graph", [False, True])
+def test_priorities_of_shape_n_by_1_are_taken_as_msrl_s_kernel_took_them(in_graph):
+    """TD errors of MindSpore Reinforcement's (1,) reward column come as (n, 1)."""
+    prbs = [make(), make()]
+    for prb in prbs:
+        prb.insert(encoded_batch(0, 6))
+    slots, values = np.array([4, 1, 3], I32), np.array([0.5, 3.0, 2.0], F32)
+    def update(prb, *args):
+        return Updater(prb)(*map(Tensor, args)) if in_graph else prb.update_priorities(*args)
+
+    update(prbs[0], slots, values)
+    update(prbs[1], slots, values.reshape(3, 1))
+    assert_same_state(state_of(prbs[0]), state_of(prbs[1]))
+    with pytest.raises(ValueError, match=r"'priorities' must be a 1-D float tensor, but got a tensor of shape "
+                                         r"\(3, 2\)"):
+        update(prbs[1], slots, np.ones((3, 2), F32))
 
 
 def draw_counts(prb, draws):
