@@ -28,7 +28,7 @@ import inspect
 import itertools
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mindspore import Tensor, jit, nn, ops
@@ -110,6 +110,31 @@ class Launch:
         self.finish = finish
 
 
+# Batch sizes a buffer compiles a direct insert of their own for. A batch of another size then goes in
+# as pieces of the powers of two its binary digits give, a launch each (about 0.1 ms): a new size
+# costs a compilation (about 0.35 s and 3 MB here), so inserting episodes of many lengths would
+# otherwise compile without end. At most EXACT_INSERT_SIZES + log2(n) + 1 graphs of batches up to n.
+EXACT_INSERT_SIZES = 8
+
+
+def insert_plan(buffer: Any, tensors: Sequence[Any], batch_size: int) -> Launch | None:
+    """The direct insert of ``tensors`` (checked, ``batch_size`` rows): one launch of a size this buffer
+    has compiled (or may still compile, see :data:`EXACT_INSERT_SIZES`), or its power-of-two pieces
+    inserted in order, as one batch would be. The caller holds :data:`DIRECT_CALLS`."""
+    if not batch_size:
+        return None
+    sizes = buffer.__dict__.setdefault("_insert_sizes", set())
+    if batch_size in sizes or len(sizes) < EXACT_INSERT_SIZES or batch_size & (batch_size - 1) == 0:
+        sizes.add(batch_size)
+        return Launch(tensors)
+    arrays, start = [tensor.asnumpy() for tensor in tensors], 0  # sliced on the host: a Tensor slice is an op
+    for bit in reversed(range(batch_size.bit_length())):
+        if batch_size >> bit & 1:
+            buffer.insert([array[start:start + (1 << bit)] for array in arrays])
+            start += 1 << bit
+    return None
+
+
 def destroy(buffer: Any) -> None:
     """Empty ``buffer``, release its direct-call graphs, and refuse every later direct call.
 
@@ -119,6 +144,7 @@ def destroy(buffer: Any) -> None:
     with DIRECT_CALLS:
         buffer.reset()
         buffer.__dict__.pop("_direct_twins", None)
+        buffer.__dict__.pop("_insert_sizes", None)
         buffer.__dict__["_destroyed"] = True
 
 

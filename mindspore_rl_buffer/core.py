@@ -29,7 +29,7 @@ from mindspore import Parameter, ParameterTuple, Tensor, ops
 from mindspore.common.initializer import initializer
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destroy
+from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destroy, insert_plan
 from mindspore_rl_buffer._validation import (
     check_batch_graph,
     check_capacity,
@@ -59,14 +59,17 @@ def _index_constant(index):
     return Tensor(index, ms.int32)
 
 
-def _host_insert(self: RingBuffer, *columns: Any) -> Launch | None:
-    transition = transition_of("insert", self.names, columns)
+def _host_insert(self: RingBuffer, *columns: Any, exp: Any = None) -> Launch | None:
+    if exp is not None and columns:
+        raise TypeError(f"For 'insert', give the transition once, as columns or as 'exp', but got {len(columns)} "
+                        f"column(s) and 'exp'.")
+    transition = transition_of("insert", self.names, columns if exp is None else (exp,))
     if not isinstance(transition, (list, tuple)):
         raise TypeError(f"For 'insert', 'transition' must be a list or tuple of tensors, one per column, or one "
                         f"tensor per column as separate arguments ({len(self.names)}: {self.names}), but got "
                         f"one {type(transition).__name__}.")
     tensors, batch_size = check_transition("insert", self.names, self.shapes, self.dtypes, transition)
-    return Launch(tensors) if batch_size else None
+    return insert_plan(self, tensors, batch_size)
 
 
 def _host_get_item(self: RingBuffer, index: Any) -> Launch:
@@ -165,12 +168,13 @@ class RingBuffer(BufferCell, Checkpointable):
 
     # ------------------------------------------------------------------------- insert
     @buffer_method(_host_insert, returns_self=True)
-    def insert(self, *columns, check=True):
+    def insert(self, *columns, exp=None, check=True):
         """Append one transition or a batch of them; the oldest are overwritten once full.
 
         The transition is one list or tuple of tensors, ``insert([state, action])``, or one
         tensor per column as separate arguments, ``insert(state, action)``, as MindSpore
-        Reinforcement's buffers take it (``push`` is the same method).
+        Reinforcement's buffers take it (``push`` is the same method); ``insert(exp=[state,
+        action])`` names it as MindSpore Reinforcement's ``UniformReplayBuffer.insert(exp)`` did.
 
         Inside a ``construct`` write ``_ = self.buffer.insert(...)``: MindSpore's graph
         parser rewrites a bare ``self.buffer.insert(...)`` statement into
@@ -194,7 +198,7 @@ class RingBuffer(BufferCell, Checkpointable):
             ValueError: If the number of columns, a shape or a dtype does not match; the
                 buffer is left unchanged.
         """
-        transition = transition_of("insert", self.names, columns)
+        transition = transition_of("insert", self.names, columns if exp is None else (*columns, exp))
         batch_size, single = check_batch_graph("insert", self.names, self.shapes, self.dtypes, len(transition),
                                                [x.shape for x in transition], [x.dtype for x in transition])
         if batch_size == 0:

@@ -16,7 +16,7 @@ from typing import Any
 import mindspore as ms
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destroy
+from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destroy, insert_plan
 from mindspore_rl_buffer._validation import (
     check_bool,
     check_capacity,
@@ -73,7 +73,7 @@ def _host_insert(self: ShardedReplayBuffer, *columns: Any) -> Launch | None:
     storage = self.storage
     transition = transition_of("insert", storage.names, columns)
     tensors, batch_size = check_transition("insert", storage.names, storage.shapes, storage.dtypes, transition)
-    return Launch(tensors) if batch_size else None
+    return insert_plan(self, tensors, batch_size)
 
 
 def _host_sample(self: ShardedReplayBuffer, ordered: Any = None, with_indices: bool = False) -> Launch:

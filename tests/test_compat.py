@@ -67,6 +67,34 @@ def test_uniform_replay_buffer_as_mindspore_rl_tests_it():
         assert (sample == sample[:, :1]).all() and sample.min() >= 1 and sample.max() <= 200
 
 
+class _InsertsByKeyword(nn.Cell):
+    def __init__(self, buffer):
+        super().__init__()
+        self.buffer = buffer
+
+    def construct(self, state, action):
+        _ = self.buffer.insert(exp=[state, action])
+        return self.buffer.get_item(-1)
+
+
+def test_insert_takes_the_transition_as_mindspore_rl_named_it_exp():
+    context.set_context(mode=context.GRAPH_MODE)
+    urb = UniformReplayBuffer(2, 5, [(2,), (1,)], [mstype.float32, mstype.int32])
+    model = RingModel(5, [(2,), (1,)], [np.float32, np.int32])
+    for i in range(7):
+        state, action = np.full((1, 2), i, np.float32), np.full((1, 1), i, np.int32)
+        if i % 2:
+            urb.insert(exp=[state, action])
+        else:
+            got = _InsertsByKeyword(urb)(Tensor(state[0]), Tensor(action[0]))
+            assert [x.asnumpy().tolist() for x in got] == [[float(i)] * 2, [i]]
+        model.insert([state, action])
+        assert [c.asnumpy().tolist() for c in urb.columns] == [c.tolist() for c in model.columns]
+    with pytest.raises(TypeError, match=r"For 'insert', give the transition once, as columns or as 'exp', but got 1 "):
+        urb.insert(state, exp=[state, action])
+    assert [c.asnumpy().tolist() for c in urb.columns] == [c.tolist() for c in model.columns]
+
+
 def test_priority_replay_buffer_as_mindspore_rl_tests_it():
     capacity, batch_size = 200, 32
     shapes, dtypes = ((17,), (6,)), (mstype.float32, mstype.int32)

@@ -13,7 +13,19 @@ from mindspore.graph import api as ms_api
 from scipy.stats import chisquare
 
 from mindspore_rl_buffer import ReplayBuffer
-from tests.helpers import DTYPES, SEQUENCE, SHAPES, Learner, RingModel, assert_matches, decode, encoded_batch, make
+from tests.helpers import (
+    DTYPES,
+    MS_DTYPES,
+    NAMES,
+    SEQUENCE,
+    SHAPES,
+    Learner,
+    RingModel,
+    assert_matches,
+    decode,
+    encoded_batch,
+    make,
+)
 
 
 def test_insert_from_empty_wraps_and_overflows_like_the_model():
@@ -29,6 +41,39 @@ def test_insert_from_empty_wraps_and_overflows_like_the_model():
             got = [x.asnumpy() for x in rb.get_item(logical)]
             for g, w in zip(got, model.item(logical)):
                 np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("kind", ["ReplayBuffer", "PriorityReplayBuffer", "ShardedReplayBuffer"])
+def test_batches_of_many_sizes_compile_a_bounded_number_of_inserts_and_go_in_as_one_batch(monkeypatch, kind):
+    """Episodes of many lengths inserted one batch each (MindSpore Reinforcement's GAIL expert buffer):
+    past EXACT_INSERT_SIZES sizes, a new size goes in as power-of-two pieces, in order."""
+    from mindspore_rl_buffer import PriorityReplayBuffer, ShardedReplayBuffer, _graph
+
+    launched = []
+
+    def recording(buffer, body, args):
+        if body.__name__ == "insert":
+            launched.append(int(args[0][0].shape[0]))
+        return launch(buffer, body, args)
+
+    launch = _graph.launch
+    monkeypatch.setattr(_graph, "launch", recording)
+    capacity = 97
+    rb = {"ReplayBuffer": lambda: make(capacity=capacity),
+          "PriorityReplayBuffer": lambda: PriorityReplayBuffer(0.6, capacity, 5, SHAPES, MS_DTYPES, names=NAMES),
+          "ShardedReplayBuffer": lambda: ShardedReplayBuffer(5, capacity, SHAPES, MS_DTYPES, names=NAMES)}[kind]()
+    model, start = RingModel(capacity, SHAPES, DTYPES), 0
+    lengths = [3, 3, 5, 6, 7, 9, 10, 11, 12, 13, 3, 21, 37, 50, 101, 130, 99, 13, 41]
+    for n in lengths:
+        rb.insert(encoded_batch(start, n))
+        model.insert(encoded_batch(start, n))
+        start += n
+        columns = [column.asnumpy() for column in (rb.storage if kind == "ShardedReplayBuffer" else rb).columns]
+        for got, want in zip(columns, model.columns):
+            np.testing.assert_array_equal(got, want)
+    first_sizes = list(dict.fromkeys(n for n in lengths if n & (n - 1)))[:_graph.EXACT_INSERT_SIZES]
+    assert set(launched) <= {*first_sizes, *(2**k for k in range(8))}
+    assert len(launched) > len(lengths), "no batch went in as pieces"
 
 
 def test_batch_equals_capacity_and_batch_crosses_end_before_full():
