@@ -178,7 +178,8 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
     kwargs["sample_size"] = check_size(op, "sample_size", params.get("sample_size", 1))
     if "alpha" in kwargs:
         kwargs["alpha"] = check_exponent(op, "alpha", params["alpha"])
-    _check_options(op, kwargs)
+    if _ours(cls):  # a user's class may give these names other meanings
+        _check_options(op, kwargs)
     if not kwargs.get("replace", True) and kwargs["sample_size"] > kwargs["capacity"]:
         raise ValueError(f"For '{op}' without replacement, 'sample_size' ({kwargs['sample_size']}) "
                          f"must not exceed 'capacity' ({kwargs['capacity']}).")
@@ -194,6 +195,11 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
     kwargs["data_shape"] = [spec.shape for spec in specs]
     kwargs["data_type"] = [spec.dtype for spec in specs]
     return cls, number, kwargs
+
+
+def _ours(cls: type) -> bool:
+    """Whether ``cls`` is one of this library's buffer classes (not a user's, nor a user's subclass)."""
+    return cls.__module__.partition(".")[0] == __name__.partition(".")[0]
 
 
 def _check_options(op: str, kwargs: Mapping[str, Any]) -> None:
@@ -272,7 +278,7 @@ def _build(cls: type, number: int, kwargs: dict[str, Any]) -> Any:
 
 def _seeded(cls: type, kwargs: dict[str, Any], i: int) -> dict[str, Any]:
     """The arguments of buffer ``i`` of an entry: a seed given moves on by ``i``, so that the buffers draw apart."""
-    if i == 0 or "seed" not in inspect.signature(cls).parameters:
+    if i == 0 or not _ours(cls):
         return kwargs
     seed = _validation.check_seeds(cls.__name__, kwargs.get("seed"), kwargs.get("seed0", 0), kwargs.get("seed1", 0))
     if seed is None:

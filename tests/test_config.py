@@ -139,6 +139,20 @@ def test_an_entry_s_options_are_checked_before_its_buffer_is_built(base, key, va
         buffer_arguments({**base, key: value})  # a pure check: a trainer builds networks and graphs before its buffer
 
 
+class _UserBuffer(nn.Cell):
+    """A user's buffer class whose options mean something else than the library's."""
+
+    def __init__(self, sample_size, capacity, shapes, types, replace="ring", seed="auto"):
+        super().__init__()
+        self.options = (replace, seed)
+
+
+def test_a_user_class_keeps_its_own_options_and_seeds():
+    built = create_buffer({"number": 2, "type": _UserBuffer, "capacity": 4, "data_shape": [(1,)],
+                           "data_type": ["float32"], "replace": "slots", "seed": 5})
+    assert [buffer.options for buffer in built] == [("slots", 5), ("slots", 5)]
+
+
 def without(key):
     return {k: v for k, v in DQN_ENTRY.items() if k != key}
 
