@@ -31,6 +31,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from mindspore import Tensor, jit, nn, ops
 
 from mindspore_rl_buffer import _errors
@@ -101,12 +102,15 @@ class Launch:
         *args: The body's arguments (without ``check``).
         finish (Callable): Applied, on the host and still under the lock, to the launch's
             outputs; its result is the method's. Default: ``None`` (the outputs as they are).
+        pieces (Sequence[tuple]): The arguments of more launches of the body, made in order after
+            the first, under the same lock (a batch split by :func:`insert_plan`). Default: ``()``.
     """
 
-    __slots__ = ("args", "finish")
+    __slots__ = ("args", "finish", "pieces")
 
-    def __init__(self, *args: Any, finish: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, *args: Any, finish: Callable[[Any], Any] | None = None, pieces: Sequence[tuple] = ()) -> None:
         self.args = args
+        self.pieces = pieces
         self.finish = finish
 
 
@@ -119,20 +123,21 @@ EXACT_INSERT_SIZES = 8
 
 def insert_plan(buffer: Any, tensors: Sequence[Any], batch_size: int) -> Launch | None:
     """The direct insert of ``tensors`` (checked, ``batch_size`` rows): one launch of a size this buffer
-    has compiled (or may still compile, see :data:`EXACT_INSERT_SIZES`), or its power-of-two pieces
-    inserted in order, as one batch would be. The caller holds :data:`DIRECT_CALLS`."""
+    has compiled (or may still compile, see :data:`EXACT_INSERT_SIZES`), or launches of its power-of-two
+    pieces in order, as one batch would go in (the body's own launches: a subclass's ``insert`` is not
+    called again). The caller holds :data:`DIRECT_CALLS`."""
     if not batch_size:
         return None
     sizes = buffer.__dict__.setdefault("_insert_sizes", set())
     if batch_size in sizes or len(sizes) < EXACT_INSERT_SIZES or batch_size & (batch_size - 1) == 0:
         sizes.add(batch_size)
         return Launch(tensors)
-    arrays, start = [tensor.asnumpy() for tensor in tensors], 0  # sliced on the host: a Tensor slice is an op
+    arrays, pieces, start = [tensor.asnumpy() for tensor in tensors], [], 0  # a Tensor slice is an op of its own
     for bit in reversed(range(batch_size.bit_length())):
         if batch_size >> bit & 1:
-            buffer.insert([array[start:start + (1 << bit)] for array in arrays])
+            pieces.append(([Tensor(np.ascontiguousarray(array[start:start + (1 << bit)])) for array in arrays],))
             start += 1 << bit
-    return None
+    return Launch(*pieces[0], pieces=pieces[1:])
 
 
 def destroy(buffer: Any) -> None:
@@ -214,8 +219,24 @@ def _argument(flat, kind, start, stop, value):
 _TWIN_NUMBERS = itertools.count()
 
 
+class _TwinCell(nn.Cell):
+    """A direct call's graph as a Cell, for buffers whose graphs hold collectives (``_collective_twins``):
+    with ``AllGather`` inside, a ``jit`` function launched in 16-35 ms a call here, the same graph as a
+    Cell in about 2 ms (docs/sharded.md). ``auto_prefix=False`` leaves the buffer's Parameter names alone."""
+
+    def __init__(self, buffer: Any, body: Callable[..., Any], spans: tuple[Any, ...]) -> None:
+        super().__init__(auto_prefix=False)
+        self.buffer, self.body, self.spans = buffer, body, spans
+
+    def construct(self, *flat):
+        return self.body(self.buffer, *[_argument(flat, kind, start, stop, value)
+                                        for kind, start, stop, value in self.spans], check=False)
+
+
 def _make_twin(buffer: Any, body: Callable[..., Any], layout: tuple[Any, ...]) -> Callable[..., Any]:
     spans = _spans(layout)
+    if buffer.__dict__.get("_collective_twins"):
+        return _TwinCell(buffer, body, spans)
 
     def twin(*flat):
         return body(buffer, *[_argument(flat, kind, start, stop, value) for kind, start, stop, value in spans],
@@ -315,6 +336,8 @@ def buffer_method(host: Callable[..., Any] | None = None, *, returns_self: bool 
                 if not isinstance(plan, Launch):
                     return plan
                 outputs = launch(self, body, plan.args)
+                for args in plan.pieces:
+                    outputs = launch(self, body, args)
                 if plan.finish is not None:
                     return plan.finish(outputs)
             return None if returns_self else outputs

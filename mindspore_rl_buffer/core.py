@@ -59,11 +59,24 @@ def _index_constant(index):
     return Tensor(index, ms.int32)
 
 
+@ops.constexpr
+def _given_twice(count: int) -> None:
+    raise TypeError(f"For 'insert', give the transition once, as columns or as 'exp', but got {count} column(s) "
+                    f"and 'exp'.")
+
+
+def given_columns(columns: tuple[Any, ...], exp: Any) -> tuple[Any, ...]:
+    """The columns of ``insert(*columns, exp=...)``: MindSpore Reinforcement named the transition ``exp``;
+    given both ways, refused (on the host, and in a graph when it compiles)."""
+    if exp is None:
+        return columns
+    if columns:
+        _given_twice(len(columns))
+    return (exp,)
+
+
 def _host_insert(self: RingBuffer, *columns: Any, exp: Any = None) -> Launch | None:
-    if exp is not None and columns:
-        raise TypeError(f"For 'insert', give the transition once, as columns or as 'exp', but got {len(columns)} "
-                        f"column(s) and 'exp'.")
-    transition = transition_of("insert", self.names, columns if exp is None else (exp,))
+    transition = transition_of("insert", self.names, given_columns(columns, exp))
     if not isinstance(transition, (list, tuple)):
         raise TypeError(f"For 'insert', 'transition' must be a list or tuple of tensors, one per column, or one "
                         f"tensor per column as separate arguments ({len(self.names)}: {self.names}), but got "
@@ -198,7 +211,7 @@ class RingBuffer(BufferCell, Checkpointable):
             ValueError: If the number of columns, a shape or a dtype does not match; the
                 buffer is left unchanged.
         """
-        transition = transition_of("insert", self.names, columns if exp is None else (*columns, exp))
+        transition = transition_of("insert", self.names, given_columns(columns, exp))
         batch_size, single = check_batch_graph("insert", self.names, self.shapes, self.dtypes, len(transition),
                                                [x.shape for x in transition], [x.dtype for x in transition])
         if batch_size == 0:
@@ -207,9 +220,9 @@ class RingBuffer(BufferCell, Checkpointable):
         batch = [ops.expand_dims(x, 0) for x in transition] if single else transition
         return self._write(self.encode(batch))
 
-    def push(self, *columns):
+    def push(self, *columns, exp=None):
         """:meth:`insert`, under the name MindSpore Reinforcement 0.6 gave it (``push(state, action)``)."""
-        return self.insert(*columns)
+        return self.insert(*columns, exp=exp)
 
     def encode(self, values):
         """Column values as stored: a bool column's as uint8. Runs on the host and in graphs."""

@@ -30,6 +30,7 @@ from mindspore_rl_buffer._validation import (
     transition_of,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, load_checkpoint, save_checkpoint, spec_record
+from mindspore_rl_buffer.core import given_columns
 from mindspore_rl_buffer.files import saved_world_sizes, shard_path
 from mindspore_rl_buffer.ops import sharded as sharded_ops
 from mindspore_rl_buffer.ops._common import owned_seed
@@ -69,9 +70,9 @@ def shard_capacities(capacity: int, world_size: int) -> list[int]:
     return [base + (1 if rank < extra else 0) for rank in range(world_size)]
 
 
-def _host_insert(self: ShardedReplayBuffer, *columns: Any) -> Launch | None:
+def _host_insert(self: ShardedReplayBuffer, *columns: Any, exp: Any = None) -> Launch | None:
     storage = self.storage
-    transition = transition_of("insert", storage.names, columns)
+    transition = transition_of("insert", storage.names, given_columns(columns, exp))
     tensors, batch_size = check_transition("insert", storage.names, storage.shapes, storage.dtypes, transition)
     return insert_plan(self, tensors, batch_size)
 
@@ -181,6 +182,7 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
             raise ValueError(f"For '{op}', 'capacity' ({capacity}) must be at least the world size "
                              f"({world_size}): every rank holds at least one row.")
         self._rank, self._world_size, self._group = rank, world_size, group
+        self._collective_twins = world_size > 1  # direct calls run their graphs as Cells (_graph._TwinCell)
         self._capacity = capacity
         self._sampling = sampling
         self._ordered = check_bool(op, "ordered", ordered)
@@ -240,7 +242,7 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         return self.storage.writer(batch_size)
 
     @buffer_method(_host_insert, returns_self=True)
-    def insert(self, *columns, check=True):
+    def insert(self, *columns, exp=None, check=True):
         """Append one transition or a batch of them to this rank's shard; no communication.
 
         Inside a ``construct`` write ``_ = self.buffer.insert(...)`` (see :meth:`ReplayBuffer.insert`).
@@ -255,12 +257,12 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
             TypeError: If ``transition`` is not a list or tuple, or a column is not a tensor.
             ValueError: If the number of columns, a shape or a dtype does not match; the shard is left unchanged.
         """
-        _ = self.storage.insert(transition_of("insert", self.storage.names, columns))
+        _ = self.storage.insert(transition_of("insert", self.storage.names, given_columns(columns, exp)))
         return self.storage.count
 
-    def push(self, *columns):
+    def push(self, *columns, exp=None):
         """:meth:`insert`, under the name MindSpore Reinforcement 0.6 gave it."""
-        return self.insert(*columns)
+        return self.insert(*columns, exp=exp)
 
     # ------------------------------------------------------------------------- sample
     def sample(self, ordered=None):

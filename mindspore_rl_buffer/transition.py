@@ -23,7 +23,7 @@ from mindspore import Parameter, Tensor, ops
 from mindspore.common.initializer import initializer
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, plain_in_graph
+from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, insert_plan, plain_in_graph
 from mindspore_rl_buffer._validation import (
     check_batch_graph,
     check_capacity,
@@ -62,7 +62,7 @@ def _host_insert(self: TransitionReplayBuffer, transition: Any) -> Launch | None
         return None
     flags = [tensor.asnumpy().reshape(-1, self.num_envs) for tensor in tensors[3:5]]
     check_final_rows("insert", self.last_ended.asnumpy(), *flags)
-    return Launch(tensors)
+    return insert_plan(self, tensors, batch_size)
 
 
 def _host_sample(self: TransitionReplayBuffer, batch_size: Any = None, with_info: bool = False) -> Launch:

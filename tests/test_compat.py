@@ -95,6 +95,32 @@ def test_insert_takes_the_transition_as_mindspore_rl_named_it_exp():
     assert [c.asnumpy().tolist() for c in urb.columns] == [c.tolist() for c in model.columns]
 
 
+class _InsertsBothWays(nn.Cell):
+    def __init__(self, buffer):
+        super().__init__()
+        self.buffer = buffer
+
+    def construct(self, state, action):
+        _ = self.buffer.insert(state, exp=[state, action])
+        return self.buffer.size()
+
+
+@pytest.mark.parametrize("kind", ["UniformReplayBuffer", "ShardedReplayBuffer"])
+def test_exp_by_keyword_on_insert_and_push_and_refused_beside_columns_in_a_graph_too(kind):
+    from mindspore_rl_buffer import ShardedReplayBuffer
+
+    context.set_context(mode=context.GRAPH_MODE)
+    cls = {"UniformReplayBuffer": UniformReplayBuffer, "ShardedReplayBuffer": ShardedReplayBuffer}[kind]
+    buffer = cls(2, 5, [(2,), (1,)], [mstype.float32, mstype.int32])
+    state, action = np.ones((1, 2), np.float32), np.ones((1, 1), np.int32)
+    buffer.insert(exp=[state, action])
+    buffer.push(exp=[state * 2, action * 2])
+    assert buffer.get_item(-1)[0].asnumpy().tolist() == [2.0, 2.0] and int(buffer.size()) == 2
+    with pytest.raises(TypeError, match=r"give the transition once, as columns or as 'exp', but got 1 column"):
+        _InsertsBothWays(buffer)(Tensor(state[0]), Tensor(action[0]))
+    assert int(buffer.size()) == 2
+
+
 def test_priority_replay_buffer_as_mindspore_rl_tests_it():
     capacity, batch_size = 200, 32
     shapes, dtypes = ((17,), (6,)), (mstype.float32, mstype.int32)

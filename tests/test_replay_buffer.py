@@ -76,6 +76,23 @@ def test_batches_of_many_sizes_compile_a_bounded_number_of_inserts_and_go_in_as_
     assert len(launched) > len(lengths), "no batch went in as pieces"
 
 
+def test_pieces_of_a_batch_do_not_go_through_a_subclass_s_insert_again():
+    class Scaled(ReplayBuffer):  # a user's subclass that preprocesses what it is given, once
+        def insert(self, exp):
+            self.calls = getattr(self, "calls", 0) + 1
+            return super().insert([exp[0] * 2, exp[1], exp[2]])
+
+    rb, model, start = Scaled(5, 50, SHAPES, MS_DTYPES, names=NAMES), RingModel(50, SHAPES, DTYPES), 0
+    lengths = [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 19, 37]  # 13, 19 and 37 go in as pieces
+    for n in lengths:
+        batch = encoded_batch(start, n)
+        rb.insert(batch)
+        model.insert([batch[0] * 2, batch[1], batch[2]])
+        start += n
+        assert_matches(rb, model)
+    assert rb.calls == len(lengths)
+
+
 def test_batch_equals_capacity_and_batch_crosses_end_before_full():
     rb, model = make(capacity=5), RingModel(5, SHAPES, DTYPES)
     for start, n in [(0, 5), (5, 5), (10, 3), (13, 4)]:

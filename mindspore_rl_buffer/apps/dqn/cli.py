@@ -27,7 +27,7 @@ def _resolve_config(path: str) -> Path:
     """The config at ``path``; ``configs/<name>`` of a config shipped with the package (``dqn.py``,
     ``dqn.yaml``, ...) falls back to the installed copy, so the README's commands run from any folder."""
     candidate = Path(path)
-    if not candidate.exists() and candidate.parent == Path("configs"):
+    if not os.path.lexists(candidate) and candidate.parent == Path("configs"):  # a dangling link is refused
         from importlib import resources
 
         installed = Path(str(resources.files("mindspore_rl_buffer.configs").joinpath(candidate.name)))
@@ -149,8 +149,8 @@ def _frames_problem(frames: str, overwrite: bool) -> str | None:
     if not frames:
         return "--frames must name a file, such as frames.png, but got ''"
     path = Path(frames)
-    if path.is_dir():
-        return f"--frames {frames!r} is a folder; name a file in it, such as {str(path / 'frames.png')!r}"
+    if path.is_dir() or frames.endswith(("/", os.sep)):  # Path() drops a trailing slash
+        return f"--frames {frames!r} names a folder; name a file in it, such as {str(path / 'frames.png')!r}"
     if path.suffix.lower() != ".png":  # the strip is a PNG; matplotlib would add '.png' or pick another format
         return f"--frames must name a .png file, such as frames.png, but got {frames!r}"
     if os.path.lexists(path) and not overwrite:  # a training run's learning curve, an earlier strip

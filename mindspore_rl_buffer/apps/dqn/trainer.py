@@ -77,7 +77,7 @@ def output_folder(out_dir: str | Path, agent: DQNAgent, overwrite: bool) -> Path
             raise IsADirectoryError(f"For 'train', the output folder '{out}' must leave the name '{name}' to the "
                                     f"run's file, but '{out / name}' is a folder; remove it or pass another folder "
                                     f"(--out DIR).")
-    earlier = [name for name in (CHECKPOINT, CURVE) if (out / name).exists()]
+    earlier = [name for name in (CHECKPOINT, CURVE) if os.path.lexists(out / name)]  # a dangling link too
     if earlier and not overwrite:
         raise FileExistsError(f"For 'train', the output folder '{out}' already holds a run ({', '.join(earlier)}); "
                               f"pass another folder (--out DIR) or overwrite it (--overwrite).")
@@ -208,7 +208,7 @@ def train(config: dict[str, Any], out_dir: str | Path | None = None, buffer_kind
 def _identity(path: Path) -> tuple[int, ...] | None:
     """What tells one file at ``path`` from another written there later; ``None`` if there is none."""
     try:
-        status = path.stat()
+        status = path.lstat()  # a symbolic link itself: os.replace replaces the link, not its target
     except FileNotFoundError:
         return None
     return status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size

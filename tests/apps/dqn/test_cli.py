@@ -311,6 +311,28 @@ def test_an_out_that_is_a_symbolic_link_to_nothing_is_refused_before_training(tm
     assert sorted(path.name for path in tmp_path.iterdir()) == ["dangling", "loop"]
 
 
+def test_a_dangling_link_named_like_a_shipped_config_is_refused_not_replaced(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "dqn.py").symlink_to(tmp_path / "missing.py")
+    error = _refused_before_training(capsys, monkeypatch, ["train", "--config", "configs/dqn.py", "--out", "run"])
+    assert error == "error: --config 'configs/dqn.py' is a symbolic link to nothing (a missing target or a loop)\n"
+
+
+def test_frames_with_a_trailing_slash_and_a_dangling_earlier_checkpoint_are_caught_up_front(tmp_path, capsys,
+                                                                                           monkeypatch):
+    checkpoint = tmp_path / "q.ckpt"
+    save_q_network(QNetwork(4, 2, (16, 8)), checkpoint)
+    error = _refused_before_training(capsys, monkeypatch, ["evaluate", "--checkpoint", str(checkpoint), "--frames",
+                                                            f"{tmp_path / 'strip.png'}/"])
+    assert f"--frames '{tmp_path / 'strip.png'}/' names a folder" in error
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "dqn_cartpole.ckpt").symlink_to(tmp_path / "gone.ckpt")  # an earlier run's, dangling
+    monkeypatch.undo()  # the flags pass; the folder check comes before any training
+    assert _train(tmp_path / "run", "--max-steps", "8") == 2
+    assert "already holds a run (dqn_cartpole.ckpt)" in capsys.readouterr().err
+
+
 def test_ctrl_c_before_the_graphs_compile_ends_the_command_quietly(tmp_path, capsys, monkeypatch):
     def interrupted(args):
         raise KeyboardInterrupt
@@ -336,7 +358,7 @@ def test_a_frames_path_that_cannot_be_written_is_refused_before_playing(tmp_path
     error = _refused_before_training(capsys, monkeypatch, [*evaluate, ""])
     assert "--frames must name a file" in error
     error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(tmp_path)])
-    assert f"--frames '{tmp_path}' is a folder" in error
+    assert f"--frames '{tmp_path}' names a folder" in error
     error = _refused_before_training(capsys, monkeypatch, [*evaluate, str(tmp_path / "nodir" / "f.png")])
     assert f"--frames '{tmp_path / 'nodir' / 'f.png'}' cannot be written: folder '{tmp_path / 'nodir'}' does " \
            "not exist" in error
