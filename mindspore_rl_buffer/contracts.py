@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from mindspore_rl_buffer.ops.priority import LEAF_CEILING, LEAF_FLOOR, PRIORITY_CEILING, PRIORITY_FLOOR
+from mindspore_rl_buffer.ops.priority import LEAF_CEILING, LEAF_FLOOR, PRIORITY_CEILING
 from mindspore_rl_buffer.ops.transition import rank_period
 
 # The ranges a priority buffer's graphs clamp to, as float32 holds their ends (1e-8 rounds below 1e-8).
-_PRIORITY_RANGE = (float(np.float32(PRIORITY_FLOOR)), float(np.float32(PRIORITY_CEILING)))
+# max_priority starts at 1, never decreases, and is clamped like every priority.
+_TOP_RANGE = (1.0, float(np.float32(PRIORITY_CEILING)))
 _LEAF_RANGE = (float(np.float32(LEAF_FLOOR)), float(np.float32(LEAF_CEILING)))
 
 
@@ -124,7 +125,7 @@ def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: 
     sum_name, min_name, max_name = names
     top = float(np.asarray(max_priority, np.float64).reshape(-1)[0])
     problems = []
-    if not 1.0 <= top <= _PRIORITY_RANGE[1]:  # NaN is in no range
+    if not _TOP_RANGE[0] <= top <= _TOP_RANGE[1]:  # NaN is in no range
         problems.append(f"Parameter '{max_name}' must be in [1, 2**126] (it starts at 1 and never decreases; the "
                         f"buffer clamps every priority to 2**126), but got {top}")
     sums, mins = np.asarray(sum_tree, np.float64), np.asarray(min_tree, np.float64)
