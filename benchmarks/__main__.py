@@ -1,51 +1,28 @@
 """Run the benchmarks and print Markdown tables: ``python -m benchmarks [--smoke] [--out DIR]``.
 
 ``--smoke`` runs every section at tiny sizes (what CI runs); it asserts nothing about time.
-Plots go to ``DIR/scaling.png`` (default ``benchmarks/results``) with the JSON of all figures.
+The figures, with the run's provenance, go to ``DIR/buffer_speed.json`` (default
+``benchmarks/results``; a smoke run without ``--out`` records nothing);
+``python -m benchmarks.report`` renders them and their plots into the docs.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from pathlib import Path
 
 import mindspore as ms
 
 from benchmarks import buffer_speed, launch_cost, learn_step
-from benchmarks.common import table
-
-
-def plot(scaling: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for key, label in (("sample_vs_capacity", "sample 64"), ("insert_vs_capacity", "insert 1")):
-        xs = sorted(scaling[key])
-        left.plot(xs, [scaling[key][x] for x in xs], marker="o", label=label)
-    left.set(xscale="log", xlabel="capacity (W1 rows)", ylabel="median us per direct call",
-             title="cost against capacity: flat = O(batch)")
-    left.set_ylim(bottom=0)
-    left.legend()
-    xs = sorted(scaling["sample_vs_batch"])
-    right.plot(xs, [scaling["sample_vs_batch"][x] for x in xs], marker="o")
-    right.set(xscale="log", yscale="log", xlabel="sample batch size", ylabel="median us per sample",
-              title="sample cost against batch size")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+from benchmarks.common import provenance, results_path, table, write_results
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI; no timing claims")
-    parser.add_argument("--out", default="benchmarks/results", help="where the plot and JSON go")
+    parser.add_argument("--out", default=None, help="folder of the JSON (default benchmarks/results)")
     args = parser.parse_args(argv)
+    run = provenance(argv)
     ms.set_context(mode=ms.GRAPH_MODE)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     if args.smoke:
         sizes = {"w1": 1000, "w3": 300, "repeats": 5, "capacities": [100, 1000], "batches": [1, 16],
                  "memory": 200}
@@ -53,7 +30,7 @@ def main(argv: list[str] | None = None) -> dict:
         sizes = {"w1": 100_000, "w3": 50_000, "repeats": 2000, "capacities": [10**3, 10**4, 10**5, 10**6, 10**7],
                  "batches": [1, 4, 16, 64, 256, 1024, 4096], "memory": 50_000}
     started = time.perf_counter()
-    results = {"compile_seconds": buffer_speed.compile_times()}
+    results = {"run": run, "sizes": sizes, "compile_seconds": buffer_speed.compile_times()}
     results["direct_us"] = buffer_speed.direct_calls(sizes["w1"], sizes["repeats"])
     results["atari"] = buffer_speed.atari_bandwidth(sizes["w3"], max(5, sizes["repeats"] // 4))
     results["scaling_us"] = buffer_speed.scaling(sizes["capacities"], sizes["batches"], max(5, sizes["repeats"] // 4))
@@ -76,10 +53,9 @@ def main(argv: list[str] | None = None) -> dict:
     print()
     print(table([[f"{c:,}", f"{scaling['sample_vs_capacity'][c]:.0f}", f"{scaling['insert_vs_capacity'][c]:.0f}"]
                  for c in sorted(scaling["sample_vs_capacity"])], ["capacity", "sample 64 us", "insert 1 us"]))
-    plot(scaling, out / "scaling.png")
-    (out / "results.json").write_text(json.dumps(results, indent=2, default=str))
-    print(f"\nplot: {out / 'scaling.png'}; figures: {out / 'results.json'}; "
-          f"{time.perf_counter() - started:.0f} s")
+    path = results_path("buffer_speed", args.out, args.smoke)
+    write_results(results, path)
+    print(f"\nfigures: {path or 'not recorded (smoke run without --out)'}; {time.perf_counter() - started:.0f} s")
     return results
 
 

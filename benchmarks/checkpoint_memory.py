@@ -1,6 +1,9 @@
 """Peak memory of saving and loading a 1 GiB buffer, beyond the buffer itself.
 
-    python -m benchmarks.checkpoint_memory [--gib 1.0] [--dir /tmp]
+    python -m benchmarks.checkpoint_memory [--gib 1.0] [--dir /tmp] [--out DIR]
+
+The figures, with the run's provenance, go to ``DIR/checkpoint_memory.json`` (default
+``benchmarks/results``).
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from pathlib import Path
 import mindspore as ms
 import numpy as np
 
-from benchmarks.common import PeakRSS, mib, rss
+from benchmarks.common import PeakRSS, mib, provenance, results_path, rss, write_results
 from mindspore_rl_buffer import ReplayBuffer
 from mindspore_rl_buffer.checkpoint import checksum
 
@@ -24,7 +27,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gib", type=float, default=1.0, help="buffer size in GiB (default 1)")
     parser.add_argument("--dir", default=None, help="where to write the checkpoint (default: a temp dir)")
+    parser.add_argument("--out", default=None, help="folder of the JSON (default benchmarks/results)")
     args = parser.parse_args(argv)
+    run = provenance(argv)
     ms.set_context(mode=ms.GRAPH_MODE)
     before_alloc = rss()
     capacity = int(args.gib * 2**30 // np.prod(ROW))
@@ -35,7 +40,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         rb.insert([np.full((n, *ROW), start % 251, np.uint8)])
     gc.collect()
     data = capacity * int(np.prod(ROW))
-    result = {"buffer_bytes": data, "rss_after_fill": rss() - before_alloc}
+    result = {"run": run, "gib": args.gib, "buffer_bytes": data, "rss_after_fill": rss() - before_alloc}
     print(f"buffer {mib(data)} ({capacity} rows of {ROW} uint8); resident after fill, over the "
           f"pre-allocation baseline: {mib(result['rss_after_fill'])}")
     # What the checksums add to a save, and again to a load: hashing every tensor once.
@@ -62,6 +67,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         print(f"{suffix:12s} file {mib(result[suffix]['file_bytes'])}; peak memory beyond the buffer: "
               f"save {mib(save_extra)} ({save_extra / data:.2f}x the data, {saved:.1f} s), "
               f"load {mib(load_extra)} ({load_extra / data:.2f}x, {loaded:.1f} s)")
+    path = results_path("checkpoint_memory", args.out)
+    write_results(result, path)
+    print(f"figures: {path}")
     return result
 
 

@@ -1,15 +1,26 @@
 """Timing and memory helpers shared by the benchmarks."""
 from __future__ import annotations
 
+import datetime
 import gc
 import json
+import os
+import platform
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PROVENANCE_KEYS = ("date", "commit", "dirty", "mindspore", "numpy", "python", "cpu", "cpu_count", "load_average",
+                   "command")
 
 W1_SHAPES = [(4,), (1,), (1,), (4,)]
 W3_SHAPES = [(84, 84, 4), (), (), ()]
@@ -116,12 +127,109 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return summary
 
 
-def record_run(results: dict[str, Any], run: dict[str, Any], path: Any) -> None:
+def time_ratios(runs: list[dict[str, Any]], baseline: str) -> dict[str, dict[str, Any]]:
+    """Each variant's seconds to a held solve over ``baseline``'s: per seed, and of the medians.
+
+    A seed that either variant did not hold counts as the budget's wall time, so a failure
+    never flatters the ratio.
+    """
+    def seconds(run: dict[str, Any]) -> float:
+        return run["solve_time"] if run["solved"] else run["train_seconds"]
+
+    base = {run["seed"]: seconds(run) for run in runs if run["variant"] == baseline}
+    ratios = {}
+    for variant in dict.fromkeys(run["variant"] for run in runs if run["variant"] != baseline):
+        mine = {run["seed"]: seconds(run) for run in runs if run["variant"] == variant}
+        seeds = [seed for seed in mine if seed in base]
+        ratios[variant] = {
+            "per_seed": {seed: mine[seed] / base[seed] for seed in seeds},
+            "of_medians": statistics.median(mine[s] for s in seeds) / statistics.median(base[s] for s in seeds)}
+    return ratios
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def cpu_model() -> str:
+    """The CPU's model name from ``/proc/cpuinfo``, else :func:`platform.processor`."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            for line in file:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def provenance(argv: list[str] | None = None) -> dict[str, Any]:
+    """Where and how a run was measured; call it when the run starts (the load average is the start's).
+
+    ``commit`` is the short hash of ``HEAD`` (``"unknown"`` outside a git checkout) and ``dirty``
+    whether the work tree had changes; ``command`` is the command line (``argv`` if given, else
+    ``sys.argv``), naming the calling benchmark's module.
+    """
+    import numpy
+
+    try:
+        import mindspore
+        mindspore_version = mindspore.__version__
+    except ImportError:
+        mindspore_version = None
+    commit = _git("rev-parse", "--short", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+    args = sys.argv[1:] if argv is None else list(argv)
+    caller = sys._getframe(1).f_globals  # the benchmark's module, run with -m, run as a file or imported
+    spec, program = caller.get("__spec__"), sys.argv[0]
+    if spec is not None and spec.name:
+        program = "-m " + spec.name.removesuffix(".__main__")
+    elif caller.get("__file__"):
+        program = os.path.relpath(caller["__file__"], ROOT)
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit or "unknown",
+        "dirty": bool(status) if commit else None,
+        "mindspore": mindspore_version,
+        "numpy": numpy.__version__,
+        "python": platform.python_version(),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "command": " ".join(["python", program, *args]),
+    }
+
+
+def results_path(name: str, out: str | Path | None, smoke: bool = False) -> Path | None:
+    """Where benchmark ``name`` writes its JSON: ``out/<name>.json``, by default in ``benchmarks/results``.
+
+    A smoke run without ``out`` records nothing (None): its tiny figures must not replace a real run's.
+    """
+    if out is None and smoke:
+        return None
+    folder = RESULTS if out is None else Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{name}.json"
+
+
+def write_results(results: dict[str, Any], path: Path | None) -> None:
+    """Write ``results`` (with its ``"run"`` provenance, see :func:`provenance`) as JSON to ``path``."""
+    if "run" not in results:
+        raise ValueError("results need their run's provenance under 'run'")
+    if path is not None:
+        path.write_text(json.dumps(results, indent=2, default=str) + "\n")
+
+
+def record_run(results: dict[str, Any], run: dict[str, Any], path: Path | None) -> None:
     """Add a held-solve ``run`` to ``results["runs"]``, summarize, write ``results`` to ``path`` and say so.
 
     Written after every run, so an interrupted measurement keeps what it finished.
     """
     results["runs"].append(run)
     results["summary"] = summarize(results["runs"])
-    path.write_text(json.dumps(results, indent=2, default=str))
+    write_results(results, path)
     print(f"seed {run['seed']}, {run['variant']}: held at {run['solved_at']} in {run['solve_time']} s", flush=True)

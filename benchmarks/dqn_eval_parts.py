@@ -9,7 +9,9 @@ pass), the shipped loop with the ``argmax`` policy, and with 1 step a pass; then
 the greedy policy alone (the 128x128 network, then an 8x8 one), and of the dynamics with the
 loop under a fixed linear rule that balances the pole. It prints the milliseconds per
 evaluation, the microseconds per step and the host loop's time over each, in the same
-rounds. ``--smoke`` runs 20 steps of 4 environments, 2 rounds (no claims).
+rounds. ``--smoke`` runs 20 steps of 4 environments, 2 rounds (no claims). The figures, with
+the run's provenance, go to ``DIR/dqn_eval_parts.json`` (``--out DIR``, default
+``benchmarks/results``; a smoke run without ``--out`` records nothing).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from benchmarks.common import table
+from benchmarks.common import provenance, results_path, table, write_results
 from benchmarks.dqn_solve import balancing_network
 from mindspore_rl_buffer.apps.dqn import cartpole
 from mindspore_rl_buffer.apps.dqn.cartpole import CartPole, cartpole_step
@@ -179,7 +181,9 @@ def _run(cell: Any) -> np.ndarray:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI; no claims")
+    parser.add_argument("--out", default=None, help="folder of the JSON (default benchmarks/results)")
     args = parser.parse_args(argv)
+    run = provenance(argv)
     ms.set_context(mode=ms.GRAPH_MODE)
     envs, steps, rounds = (4, 20, 2) if args.smoke else (100, 500, 9)
     parts = measure(envs, steps, rounds)
@@ -187,6 +191,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                  for name, part in parts.items()],
                 [f"{steps} steps of {envs} CartPoles", "ms (median of rounds)", "us per step",
                  "host loop's time over this"]))
+    path = results_path("dqn_eval_parts", args.out, args.smoke)
+    write_results({"run": run, "sizes": {"envs": envs, "steps": steps, "rounds": rounds}, "baseline": HOST,
+                   "parts": parts}, path)
+    print(f"figures: {path or 'not recorded (smoke run without --out)'}")
     return parts
 
 

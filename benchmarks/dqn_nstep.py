@@ -6,16 +6,15 @@ CartPoles with next-step autoreset, the fused loop) until a held solve (the mean
 ``n_step=1`` and once with ``n_step=3``, one after the other, so both see the same machine
 load; the two differ in ``n_step`` only. ``--variants 1 3 dqn.py`` adds the shipped
 ``configs/dqn.py`` (a ReplayBuffer of five-column transitions, same-step autoreset) as a
-reference. It prints a Markdown table and writes
-``results.json`` to ``--out`` (default ``benchmarks/results/dqn_nstep``), after every run,
-so an interrupted measurement keeps what it finished. ``--smoke`` runs both variants at tiny
-sizes (no claims).
+reference. It prints a Markdown table and writes ``dqn_nstep.json`` (with the run's
+provenance) to ``--out`` (default ``benchmarks/results``), after every run, so an interrupted
+measurement keeps what it finished. ``--smoke`` runs both variants at tiny sizes (no claims)
+and records nothing without ``--out``.
 """
 from __future__ import annotations
 
 import argparse
 import copy
-import datetime
 import json
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 import mindspore as ms
 
-from benchmarks.common import record_run, table
+from benchmarks.common import provenance, record_run, results_path, table
 from mindspore_rl_buffer import load_config
 from mindspore_rl_buffer.apps.dqn import train
 
@@ -60,7 +59,9 @@ def report(results: dict[str, Any]) -> str:
              s["seconds"]] for variant, s in results["summary"].items()]
     header = ["config", "held solves", "median env steps", "median seconds",
               f"env steps per seed ({seeds})", "seconds per seed"]
-    return f"measured {results['date']}, {results['machine']}\n\n" + table(rows, header)
+    run = results["run"]
+    return (f"measured {run['date']}, commit {run['commit']}, MindSpore {run['mindspore']}, {run['cpu']}\n\n"
+            + table(rows, header))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -69,12 +70,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=["1", "3"],
                         help="n_step values of configs/dqn_nstep.py, and 'dqn.py' for the one-step reference")
     parser.add_argument("--max-steps", type=int, default=80_000, help="budget of each run")
-    parser.add_argument("--out", default="benchmarks/results/dqn_nstep", help="where the JSON goes")
+    parser.add_argument("--out", default=None, help="folder of the JSON (default benchmarks/results)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI; no claims")
     args = parser.parse_args(argv)
+    run = provenance(argv)
     ms.set_context(mode=ms.GRAPH_MODE)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    path = results_path("dqn_nstep", args.out, args.smoke)
     config = load_config(ROOT / "configs" / "dqn_nstep.py")
     reference = load_config(ROOT / "configs" / "dqn.py")
     if args.smoke:
@@ -82,15 +83,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             shrunk["trainer"].update(learning_starts=64, eval_starts=0, eval_interval=64, eval_episodes=4)
         args.seeds, args.max_steps = args.seeds[:1], 128
     results: dict[str, Any] = {
-        "date": datetime.date.today().isoformat(),
-        "machine": "2-core CPU shared with other jobs, MindSpore " + ms.__version__ + ", GRAPH_MODE",
+        "run": run,
         "max_steps": args.max_steps, "config": json.loads(json.dumps(config, default=str)), "runs": []}
     for seed in args.seeds:  # both variants one after the other for each seed: the same machine state
         for variant in args.variants:
             chosen = reference if variant == "dqn.py" else with_n_step(config, int(variant))
-            record_run(results, held_solve(chosen, variant, seed, args.max_steps), out / "results.json")
+            record_run(results, held_solve(chosen, variant, seed, args.max_steps), path)
     print(report(results))
-    print(f"\nfigures: {out / 'results.json'}")
+    print(f"\nfigures: {path or 'not recorded (smoke run without --out)'}")
     return results
 
 

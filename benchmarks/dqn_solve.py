@@ -15,16 +15,15 @@ Three measurements, each interleaved so both loops see the same machine load:
   ``configs/dqn_nstep.py`` (the same settings, a TransitionReplayBuffer with 3-step returns;
   what ``mindspore-rl-buffer train`` runs by default) on the fused loop, one after the other.
 
-It prints Markdown tables and writes ``results.json`` and ``held_solve.png`` (every seed's
-evaluations, the held ones filled in) to ``--out`` (default ``benchmarks/results/dqn``).
-``--smoke`` runs every part at tiny sizes (no timing claims).
+It prints Markdown tables and writes ``dqn_solve.json`` (with every seed's evaluations and the
+run's provenance) to ``--out`` (default ``benchmarks/results``) after every run;
+``python -m benchmarks.report`` renders it, with a plot, into the docs. ``--smoke`` runs every
+part at tiny sizes (no timing claims) and records nothing without ``--out``.
 """
 from __future__ import annotations
 
 import argparse
 import copy
-import datetime
-import json
 import statistics
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor
 
-from benchmarks.common import record_run, table
+from benchmarks.common import provenance, record_run, results_path, table, time_ratios, write_results
 from mindspore_rl_buffer import load_config
 from mindspore_rl_buffer.apps.dqn import build_agent, train
 from mindspore_rl_buffer.apps.dqn.cartpole import CartPole
@@ -132,54 +131,9 @@ def held_solve(config: dict[str, Any], seed: int, loop: str, max_steps: int) -> 
             "evaluations": result.eval_history}
 
 
-def time_ratios(runs: list[dict[str, Any]], baseline: str) -> dict[str, dict[str, Any]]:
-    """Each variant's seconds to a held solve over ``baseline``'s: per seed, and of the medians.
-
-    A seed that either variant did not hold counts as the budget's wall time, so a failure
-    never flatters the ratio.
-    """
-    def seconds(run: dict[str, Any]) -> float:
-        return run["solve_time"] if run["solved"] else run["train_seconds"]
-
-    base = {run["seed"]: seconds(run) for run in runs if run["variant"] == baseline}
-    ratios = {}
-    for variant in dict.fromkeys(run["variant"] for run in runs if run["variant"] != baseline):
-        mine = {run["seed"]: seconds(run) for run in runs if run["variant"] == variant}
-        seeds = [seed for seed in mine if seed in base]
-        ratios[variant] = {
-            "per_seed": {seed: mine[seed] / base[seed] for seed in seeds},
-            "of_medians": statistics.median(mine[s] for s in seeds) / statistics.median(base[s] for s in seeds)}
-    return ratios
-
-
-def plot(runs: list[dict[str, Any]], path: Path, threshold: float, evaluations: int, date: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    variants = list(dict.fromkeys(run["variant"] for run in runs))
-    figure, axes = plt.subplots(1, len(variants), figsize=(5 * len(variants), 4), sharey=True, squeeze=False)
-    for axis, variant in zip(axes[0], variants):
-        for run in (r for r in runs if r["variant"] == variant):
-            steps, values = zip(*run["evaluations"])
-            line, = axis.plot(steps, values, "o-", markersize=3, mfc="none", linewidth=1, label=f"seed {run['seed']}")
-            if run["solved"]:
-                held = [(s, v) for s, v in run["evaluations"] if s <= run["solved_at"]][-evaluations:]
-                axis.plot(*zip(*held), "o", color=line.get_color(), markersize=5)
-        axis.axhline(threshold, color="grey", linestyle="--", linewidth=1)
-        axis.set(title=variant, xlabel="environment steps")
-        axis.legend(fontsize=7, loc="lower right")
-    axes[0][0].set_ylabel("mean greedy return, 100 episodes")
-    figure.suptitle(f"DQN on CartPole-v1: evaluations to a held solve (filled: the {evaluations} held ones), "
-                    f"measured {date}", fontsize=10)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-
-
 def report(results: dict[str, Any]) -> str:
-    lines = [f"measured {results['date']}, {results['machine']}", ""]
+    run = results["run"]
+    lines = [f"measured {run['date']}, commit {run['commit']}, MindSpore {run['mindspore']}, {run['cpu']}", ""]
     rows = []
     for name, part in results["throughput"].items():
         rate = part["steps_per_second"]
@@ -216,12 +170,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--max-steps", type=int, default=150_000, help="budget of each run")
-    parser.add_argument("--out", default="benchmarks/results/dqn", help="where the JSON and the plot go")
+    parser.add_argument("--out", default=None, help="folder of the JSON (default benchmarks/results)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI; no timing claims")
     args = parser.parse_args(argv)
+    run = provenance(argv)
     ms.set_context(mode=ms.GRAPH_MODE)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    path = results_path("dqn_solve", args.out, args.smoke)
     shipped = load_config(ROOT / "configs" / "dqn.py")
     today = with_settings(shipped, **TODAY)
     nstep = load_config(ROOT / "configs" / "dqn_nstep.py")  # what `train` runs without --config
@@ -232,8 +186,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     sizes = (5, 2) if args.smoke else (50, 8)
     started = time.perf_counter()
     results: dict[str, Any] = {
-        "date": datetime.date.today().isoformat(),
-        "machine": "2-core CPU shared with other jobs, MindSpore " + ms.__version__ + ", GRAPH_MODE",
+        "run": run,
+        "solve": {"threshold": shipped["trainer"].get("solve_threshold", 475.0),
+                  "evaluations": shipped["trainer"].get("solve_evaluations", 3)},
         "settings": {"today": settings_of(today), "shipped": settings_of(shipped)}}
     results["throughput"] = {
         f"today's ratio ({TODAY['learn_steps_per_collect']} learn steps per collect)": throughput(today, *sizes),
@@ -247,14 +202,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                       (f"{ONE_STEP}, fused loop", shipped, "fused"),
                                       (DEFAULT, nstep, "fused")):
             record_run(results, {**held_solve(config, seed, loop, args.max_steps), "variant": variant},
-                       out / "results.json")
+                       path)
     runs = results["runs"]
     results["time_ratios"] = time_ratios(runs, BASELINE)
     print(report(results))
-    threshold = shipped["trainer"].get("solve_threshold", 475.0)
-    plot(runs, out / "held_solve.png", threshold, shipped["trainer"].get("solve_evaluations", 3), results["date"])
-    (out / "results.json").write_text(json.dumps(results, indent=2, default=str))
-    print(f"\nplot: {out / 'held_solve.png'}; figures: {out / 'results.json'}; {time.perf_counter() - started:.0f} s")
+    write_results(results, path)
+    print(f"\nfigures: {path or 'not recorded (smoke run without --out)'}; {time.perf_counter() - started:.0f} s")
     return results
 
 

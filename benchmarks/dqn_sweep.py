@@ -7,22 +7,22 @@ Each ``--variant`` is a name and the settings it changes in ``--config`` (defaul
 fused loop until a held solve (the mean return of 100 greedy episodes >= 475 at 3 consecutive
 evaluations) or the budget, the variants one after the other so they see the same machine
 load. It prints a Markdown table (held solves, median steps and seconds, each seed's) and
-writes ``results.json`` to ``--out`` (default ``benchmarks/results/dqn_sweep``) after every
-run. ``--smoke`` runs the variants at tiny sizes (no claims).
+writes ``dqn_sweep.json`` (with the run's provenance) to ``--out`` (default
+``benchmarks/results``) after every run. ``--smoke`` runs the variants at tiny sizes (no
+claims) and records nothing without ``--out``.
 """
 from __future__ import annotations
 
 import argparse
 import ast
 import copy
-import datetime
 import statistics
 from pathlib import Path
 from typing import Any
 
 import mindspore as ms
 
-from benchmarks.common import record_run, table
+from benchmarks.common import provenance, record_run, results_path, table
 from benchmarks.dqn_solve import held_solve
 from mindspore_rl_buffer import load_config
 from mindspore_rl_buffer.apps.dqn.config import SETTINGS
@@ -78,7 +78,9 @@ def report(results: dict[str, Any]) -> str:
                      s["seconds"], f"{statistics.median(rates):,.0f}"])
     header = ["variant", "held solves", "median env steps", "median seconds", f"env steps per seed ({seeds})",
               "seconds per seed", "env steps/s"]
-    return f"measured {results['date']}, {results['machine']}\n\n" + table(rows, header)
+    run = results["run"]
+    return (f"measured {run['date']}, commit {run['commit']}, MindSpore {run['mindspore']}, {run['cpu']}\n\n"
+            + table(rows, header))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -88,9 +90,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--config", default="configs/dqn.py", help="the config the variants change")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--max-steps", type=int, default=100_000, help="budget of each run")
-    parser.add_argument("--out", default="benchmarks/results/dqn_sweep", help="where the JSON goes")
+    parser.add_argument("--out", default=None, help="folder of the JSON (default benchmarks/results)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI; no claims")
     args = parser.parse_args(argv)
+    run = provenance(argv)
     variants = [parse_variant(text) for text in args.variants or DEFAULT_VARIANTS]
     shipped = load_config(ROOT / args.config)
     # Refused before any run:
@@ -100,19 +103,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             config["trainer"].update(learning_starts=64, eval_starts=0, eval_interval=64, eval_episodes=4)
         args.seeds, args.max_steps = args.seeds[:1], 128
     ms.set_context(mode=ms.GRAPH_MODE)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    path = results_path("dqn_sweep", args.out, args.smoke)
     results: dict[str, Any] = {
-        "date": datetime.date.today().isoformat(),
-        "machine": "2-core CPU shared with other jobs, MindSpore " + ms.__version__ + ", GRAPH_MODE",
+        "run": run,
         "config": args.config, "max_steps": args.max_steps,
         "variants": [f"{name}: {changes}" for name, changes in variants], "runs": []}
     for seed in args.seeds:  # the variants one after the other for each seed: the same machine state
         for name, config in configs.items():
             record_run(results, {**held_solve(config, seed, "fused", args.max_steps), "variant": name},
-                       out / "results.json")
+                       path)
     print(report(results))
-    print(f"\nfigures: {out / 'results.json'}")
+    print(f"\nfigures: {path or 'not recorded (smoke run without --out)'}")
     return results
 
 

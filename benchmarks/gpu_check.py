@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     found, versions = probe()
     if not found:
         print(f"{versions}. Nothing to check on this machine; run `python -m benchmarks.gpu_check` where "
-              f"a GPU is (docs/gpu/README.md).")
+              f"a GPU is (docs/platforms.md).")
         return 0
     print(versions)
     tests = run_tests()

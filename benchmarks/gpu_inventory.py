@@ -5,7 +5,7 @@ dump (``MS_DEV_SAVE_GRAPHS=1``, only the ``hwopt_common_final_graph`` pass: each
 kernel graph after the backend's common passes, with the op expanders applied, so each node
 names the kernel that will run), reads every node's primitive and the dtypes of its tensor
 inputs, and checks each pair against ``docs/gpu/kernels-2.10.0.json``: the input dtypes that
-MindSpore 2.10.0's GPU kernels register (docs/gpu/README.md says how that table was read).
+MindSpore 2.10.0's GPU kernels register (docs/platforms.md, "The GPU kernel table", says how it was read).
 
     python -m benchmarks.gpu_inventory                # every scenario; exit 1 if a pair is unsupported
     python -m benchmarks.gpu_inventory --json out.json --scenarios replay_buffer priority

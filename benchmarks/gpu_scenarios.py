@@ -28,7 +28,7 @@ from mindspore_rl_buffer import (
     UniformReplayBuffer,
 )
 
-# One column per dtype a user may declare; bool is stored as uint8 inside (README "Specs").
+# One column per dtype a user may declare; bool is stored as uint8 inside (docs/platforms.md, "Dtypes").
 DTYPES = (ms.float32, ms.float16, ms.float64, ms.int32, ms.int64, ms.uint8, ms.bool_)
 SHAPES = [(3,), (), (2,), (), (1,), (2, 2), ()]
 

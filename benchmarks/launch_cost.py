@@ -3,10 +3,13 @@
 Small ``@jit`` graphs that each add one ingredient of the buffer's operators (a first
 kernel, more kernels, inputs, an in-place row write, cursor updates, no tensor output) are
 timed side by side in rounds, so the buffer's direct-call figures can be read against
-them: ``python -m benchmarks.launch_cost`` prints the table on its own.
+them: ``python -m benchmarks.launch_cost [--repeats 2000] [--out DIR]`` prints the table on its
+own and writes the figures, with the run's provenance, to ``DIR/launch_cost.json`` (default
+``benchmarks/results``).
 """
 from __future__ import annotations
 
+import argparse
 import statistics
 from collections.abc import Callable
 
@@ -14,7 +17,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, jit, ops
 
-from benchmarks.common import in_rounds, table
+from benchmarks.common import in_rounds, provenance, results_path, table, write_results
 
 PROBES = {
     "empty": "an empty compiled call (the floor)",
@@ -108,6 +111,20 @@ def report(costs: dict[str, float]) -> str:
                  ["compiled call (direct)", "median us", "vs the empty call"])
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=2000)
+    parser.add_argument("--out", default=None, help="folder of the JSON (default benchmarks/results)")
+    args = parser.parse_args(argv)
+    run = provenance(argv)
     ms.set_context(mode=ms.GRAPH_MODE)
-    print(report(launch_cost(2000)))
+    costs = launch_cost(args.repeats)
+    print(report(costs))
+    path = results_path("launch_cost", args.out)
+    write_results({"run": run, "repeats": args.repeats, "baseline": "empty", "launch_cost_us": costs}, path)
+    print(f"figures: {path}")
+    return costs
+
+
+if __name__ == "__main__":
+    main()

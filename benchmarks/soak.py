@@ -1,10 +1,11 @@
 """Soak: a million inserts and samples with wraparound; memory must not grow once allocated.
 
-    python -m benchmarks.soak [--steps 1000000] [--max-seconds 1500] [--capacity 100000]
+    python -m benchmarks.soak [--steps 1000000] [--max-seconds 1500] [--capacity 100000] [--out DIR]
 
 Each step inserts one W1 transition and samples 64, inside one compiled user graph (the
 production path); a second phase does the same through direct calls. Resident memory is
-read every ``--every`` steps; the figure reported is its growth after the first 5%.
+read every ``--every`` steps; the figure reported is its growth after the first 5%. The
+figures, with the run's provenance, go to ``DIR/soak.json`` (default ``benchmarks/results``).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn
 
-from benchmarks.common import W1_SHAPES, mib, rss
+from benchmarks.common import W1_SHAPES, mib, provenance, results_path, rss, write_results
 from mindspore_rl_buffer import ReplayBuffer
 from mindspore_rl_buffer.specs import numpy_dtype
 
@@ -63,7 +64,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser.add_argument("--capacity", type=int, default=100_000)
     parser.add_argument("--every", type=int, default=10_000)
     parser.add_argument("--max-seconds", type=float, default=1500.0)
+    parser.add_argument("--out", default=None, help="folder of the JSON (default benchmarks/results)")
     args = parser.parse_args(argv)
+    run = provenance(argv)
     ms.set_context(mode=ms.GRAPH_MODE)
     before = rss()
     rb = ReplayBuffer(64, args.capacity, W1_SHAPES, W1_TYPES)
@@ -81,6 +84,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
                               time.perf_counter() + args.max_seconds)
     print(f"wrapped {int(results['in_graph']['steps'] + results['direct']['steps']) // args.capacity} times; "
           f"head {int(rb.head)}, count {int(rb.count)}")
+    path = results_path("soak", args.out)
+    write_results({"run": run, "capacity": args.capacity, **results}, path)
+    print(f"figures: {path}")
     return results
 
 

@@ -2,6 +2,9 @@
 
     python -m benchmarks.transition [--smoke] [--out DIR]
 
+The figures, with the run's provenance, go to ``DIR/transition.json`` (default
+``benchmarks/results``; a smoke run without ``--out`` records nothing).
+
 Three sections, every ratio measured in this run:
 
 * **bytes per transition** of a ``TransitionReplayBuffer`` of ``(84, 84)`` uint8 frames with
@@ -26,7 +29,6 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import mindspore as ms
@@ -34,7 +36,7 @@ import numpy as np
 from mindspore import nn
 from mindspore_rl_buffer.ops import draw_starts
 
-from benchmarks.common import in_rounds, mib, ratio, rss, table
+from benchmarks.common import in_rounds, mib, provenance, ratio, results_path, rss, table, write_results
 from mindspore_rl_buffer import ReplayBuffer, TransitionReplayBuffer
 from mindspore_rl_buffer.specs import numpy_dtype
 
@@ -278,23 +280,24 @@ def report(sizes: dict[str, float], mem: dict[str, Any], fast: dict[str, Any]) -
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI; no timing claims")
-    parser.add_argument("--out", default="benchmarks/results", help="where the JSON goes")
+    parser.add_argument("--out", default=None, help="folder of the JSON (default benchmarks/results)")
     parser.add_argument("--memory-child", nargs=2, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     ms.set_context(mode=ms.GRAPH_MODE)
     if args.memory_child:
         print(json.dumps(memory_child(*args.memory_child)))
         return {}
+    run = provenance(argv)
     sizes = ({"memory": 20_000, "batch": 4096, "speed": 4096, "plain": 512, "repeats": 8} if args.smoke else
              {"memory": 1_000_000, "batch": 20_000, "speed": 200_000, "plain": 10_000, "repeats": 400})
     started = time.perf_counter()
-    results = {"bytes": bytes_per_transition(1_000_000), "memory": memory(sizes["memory"], sizes["batch"]),
+    results = {"run": run, "sizes": sizes, "bytes": bytes_per_transition(1_000_000),
+               "memory": memory(sizes["memory"], sizes["batch"]),
                "speed": speed(sizes["speed"], sizes["plain"], sizes["repeats"])}
     print(report(results["bytes"], results["memory"], results["speed"]))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "transition.json").write_text(json.dumps(results, indent=2, default=str))
-    print(f"\nfigures: {out / 'transition.json'}; {time.perf_counter() - started:.0f} s")
+    path = results_path("transition", args.out, args.smoke)
+    write_results(results, path)
+    print(f"\nfigures: {path or 'not recorded (smoke run without --out)'}; {time.perf_counter() - started:.0f} s")
     return results
 
 

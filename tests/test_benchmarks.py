@@ -1,9 +1,11 @@
-"""The benchmark helpers measure what the README says they measure.
+"""The benchmark helpers measure what the benchmarks page says they measure.
 
 Timing itself is never asserted (the benchmark is not a test); what is checked is that
 the numpy baseline takes the very rows the buffer's sampler drew, and that comparisons
 are taken round by round.
 """
+import json
+
 import mindspore as ms
 import numpy as np
 import pytest
@@ -98,6 +100,7 @@ def test_the_transition_baseline_takes_the_frame_rows_the_sampler_gathered():
     assert (next_observation[:, -1] > starts).all() and (next_observation[:, -1] - starts <= 3).all()
 
 
+@pytest.mark.slow
 def test_the_nstep_benchmark_runs_both_variants_per_seed_and_summarizes_them(tmp_path):
     from benchmarks.common import summarize
     from benchmarks.dqn_nstep import main, with_n_step
@@ -107,7 +110,10 @@ def test_the_nstep_benchmark_runs_both_variants_per_seed_and_summarizes_them(tmp
         (0, "configs/dqn_nstep.py, n_step=1"), (0, "configs/dqn_nstep.py, n_step=3"),
         (0, "configs/dqn.py (ReplayBuffer)")]
     assert all(run["env_steps"] == 128 and run["evaluations"] for run in results["runs"])
-    assert (tmp_path / "results.json").is_file()
+    recorded = json.loads((tmp_path / "dqn_nstep.json").read_text())
+    assert [(run["seed"], run["variant"]) for run in recorded["runs"]] == [
+        (run["seed"], run["variant"]) for run in results["runs"]]
+    assert recorded["run"]["command"].startswith("python ") and recorded["run"]["mindspore"] == ms.__version__
     runs = [{"variant": "n3", "seed": s, "solved": s != 1, "solved_at": 1000 * (s + 1), "solve_time": 10.0 * (s + 1),
              "env_steps": 5000} for s in range(3)]
     summary = summarize(runs)["n3"]
@@ -137,7 +143,7 @@ def test_the_sweep_reads_variants_and_runs_each_per_seed(tmp_path):
                     "--variant", "small:policy.hidden_sizes=(16, 16)"])
     assert [(run["seed"], run["variant"]) for run in results["runs"]] == [(0, "shipped"), (0, "small")]
     assert all(run["env_steps"] == 128 and run["evaluations"] for run in results["runs"])
-    assert set(results["summary"]) == {"shipped", "small"} and (tmp_path / "results.json").is_file()
+    assert set(results["summary"]) == {"shipped", "small"} and (tmp_path / "dqn_sweep.json").is_file()
 
 
 def test_the_evaluation_parts_run_and_the_dynamics_loop_balances_the_pole():
