@@ -23,7 +23,7 @@ setup(
     package_data={"mindspore_rl_buffer.configs": ["*.yaml"]},
     install_requires=[
         "mindspore>=2.10,<2.11",
-        # MindSpore 2.10 misbehaves with numpy 2 (see README, "Dependencies").
+        # MindSpore 2.10 misbehaves with numpy 2 (see docs/platforms.md).
         "numpy>=1.24,<2",
         "optree>=0.11",
         "pyyaml>=6",
@@ -36,7 +36,12 @@ setup(
         "dqn": ["matplotlib>=3.5", "tqdm>=4.60"],
         "test": ["pytest>=8", "hypothesis>=6.100", "ruff>=0.6", "scipy>=1.10",
                  # CartPole-v1 reference dynamics and `train --env gymnasium`.
-                 "gymnasium>=0.29"],
+                 "gymnasium>=0.29",
+                 # Both test tiers on both cores, and the coverage floors CI enforces.
+                 "pytest-xdist>=3.5", "pytest-cov>=5"],
+        # The documentation site: Sphinx (MindSpore's own documentation tool) with MyST Markdown
+        # pages; furo gives the navigation sidebar without JavaScript build steps.
+        "docs": ["sphinx>=8", "myst-parser>=4", "furo>=2024.8"],
     },
     entry_points={"console_scripts": ["mindspore-rl-buffer=mindspore_rl_buffer.apps.dqn.cli:main"]},
 )

@@ -18,11 +18,11 @@ algorithm_config = {
         # state, action, reward, next_state, terminated
         "data_shape": [(4,), (1,), (1,), (4,), (1,)],
         "data_type": [ms.float32, ms.int32, ms.float32, ms.float32, ms.float32],
-        "sample_size": 128,  # with 2 learn steps per collect: the fastest held solve measured (README)
+        "sample_size": 128,  # with 2 learn steps per collect: the fastest held solve measured (docs/benchmarks.md)
     },
     "learner": {
         "gamma": 0.99,
-        "learning_rate": 2e-3,  # with a sync every 50: the fastest held solve measured (README)
+        "learning_rate": 2e-3,  # with a sync every 50: the fastest held solve measured (docs/benchmarks.md)
         "double_dqn": True,  # the online network picks the next action, the target network values it
         "huber_delta": 1.0,  # Huber (smooth L1) TD loss
         "target_sync_period": 50,  # learn steps between hard copies into the target network

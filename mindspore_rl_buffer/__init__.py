@@ -15,8 +15,8 @@ from mindspore_rl_buffer.trajectory import TrajectoryReplayBuffer
 from mindspore_rl_buffer.transition import TransitionReplayBuffer
 from mindspore_rl_buffer.writer import BufferWriter, DroppedTransitionsWarning, TransitionWriter
 
-# The lock every direct call, save and load holds; hold it around your own graph's call when
-# another thread may save, load or call a buffer directly meanwhile (README, Checkpoints).
+#: The lock every direct call, save and load holds; hold it around your own graph's call when
+#: another thread may save, load or call a buffer directly meanwhile (see the checkpoints guide).
 lock = DIRECT_CALLS
 
 register_buffer_type(ShardedReplayBuffer)

@@ -222,7 +222,7 @@ _TWIN_NUMBERS = itertools.count()
 class _TwinCell(nn.Cell):
     """A direct call's graph as a Cell, for buffers whose graphs hold collectives (``_collective_twins``):
     with ``AllGather`` inside, a ``jit`` function launched in 16-35 ms a call here, the same graph as a
-    Cell in about 2 ms (docs/sharded.md). ``auto_prefix=False`` leaves the buffer's Parameter names alone."""
+    Cell in about 2 ms (``python -m benchmarks.sharded_sample`` under msrun). ``auto_prefix=False`` leaves the buffer's Parameter names alone."""
 
     def __init__(self, buffer: Any, body: Callable[..., Any], spans: tuple[Any, ...]) -> None:
         super().__init__(auto_prefix=False)

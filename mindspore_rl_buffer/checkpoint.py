@@ -329,7 +329,7 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
     for one written by ``mindspore.save_checkpoint(net, path)`` (then without records, so
     only shapes, dtypes and cursors are checked). Tensors of the file that ``net`` does not
     have are not read. A ``.ckpt`` file's tensors are checked against their bytes before
-    they are built (see :mod:`~mindspore_rl_buffer.checkpoint_files`).
+    they are built (see ``mindspore_rl_buffer.checkpoint_files``).
 
     Args:
         path (str): The checkpoint file (``.safetensors`` or ``.ckpt``).

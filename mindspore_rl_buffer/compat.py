@@ -7,7 +7,7 @@ that takes those spellings too and exposes the columns under its name, ``buffer`
 ``PriorityReplayBuffer`` and ``ReservoirReplayBuffer`` are this library's classes of the same
 names, which take ``seed0``/``seed1`` and ``dtypes`` as it did; every buffer takes
 ``insert(state, action)`` (one tensor per column) and ``push``, as its priority and reservoir
-buffers did, and has ``destroy()``. The README's "Migrating from MindSpore Reinforcement"
+buffers did, and has ``destroy()``. The migration guide (``docs/migrating/mindspore-rl.md``)
 lists what is the same and what differs, and why.
 """
 from __future__ import annotations

@@ -170,7 +170,7 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
         params = {"data_shape": shapes, "data_type": types, "names": names, **params}
     for key in required:
         if key not in params:
-            how = (" give 'data_shape' and 'data_type', or pass env= (an environment whose spaces give them, as "
+            how = (" Give 'data_shape' and 'data_type', or pass env= (an environment whose spaces give them, as "
                    "MindSpore Reinforcement's sessions fill them)." if key in ("data_shape", "data_type") else "")
             raise ValueError(f"For '{op}', the key '{key}' is missing.{how}")
     kwargs = dict(params)
@@ -231,7 +231,7 @@ def create_buffer(spec: Mapping[str, Any], env: Any = None, *, done: bool = Fals
         for ``multi_type_replaybuffer``, a dict of those by name.
 
     Raises:
-        TypeError, ValueError: As :func:`buffer_arguments`; the message names the key.
+        TypeError, ValueError: As ``buffer_arguments``; the message names the key.
 
     Examples:
         >>> import mindspore as ms

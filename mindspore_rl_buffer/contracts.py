@@ -2,7 +2,7 @@
 
 Each function takes the values a checkpoint holds and returns what breaks the contract
 (``None`` or ``[]`` when nothing does). The buffers' ``checkpoint_cursors`` and
-``checkpoint_state`` (see :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`) call
+``checkpoint_state`` (see ``mindspore_rl_buffer.checkpoint.Checkpointable``) call
 them, and a restore refuses a file whose state breaks one.
 """
 from __future__ import annotations
@@ -101,11 +101,11 @@ def start_table_contract(head: int, count: int, ranks: np.ndarray, ended: np.nda
     return []
 
 
-# How far a tree node may be from what its children give. Each is one float32 operation on
-# them (ops.priority.tree_writes), but a slot repeated in one update may be written from leaf
-# values one unit of rounding apart (MindSpore 2.10's CPU pow, measured on the 9th of 9 equal
-# values), a node and its child from different repeats: allow some units of float32
-# rounding, far below a corruption that changes what is sampled.
+#: How far a tree node may be from what its children give. Each is one float32 operation on
+#: them (``ops.priority.tree_writes``), but a slot repeated in one update may be written from leaf
+#: values one unit of rounding apart (MindSpore 2.10's CPU pow, measured on the 9th of 9 equal
+#: values), a node and its child from different repeats: allow some units of float32
+#: rounding, far below a corruption that changes what is sampled.
 TREE_RTOL = 1e-5
 
 

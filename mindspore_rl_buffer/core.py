@@ -116,7 +116,7 @@ class RingBuffer(BufferCell, Checkpointable):
             is not a str.
         ValueError: If ``capacity`` is not in ``[1, 2**30]`` (the largest capacity whose int32
             cursor arithmetic is exact), ``shapes`` and ``types`` differ in length, a dtype is
-            unknown or unsupported (bool, bfloat16), or a name is empty, repeated or one the
+            unknown or unsupported (bfloat16), or a name is empty, repeated or one the
             buffer keeps its own state under (``head``, ``count``, and those of subclasses).
 
     Supported Platforms:
@@ -316,7 +316,7 @@ class RingBuffer(BufferCell, Checkpointable):
         return {}
 
     def checkpoint_record(self) -> dict[str, Any]:
-        """See :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`."""
+        """See ``mindspore_rl_buffer.checkpoint.Checkpointable``."""
         return {"type": type(self).__name__, "capacity": self._capacity, "specs": spec_record(self._specs),
                 "settings": self._settings()}
 

@@ -26,7 +26,7 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
     device buffer's ``get_next``. No MindSpore graph is needed to add or read;
     :meth:`to_device` hands the contents to an on-device :class:`ReplayBuffer` in one call.
     Safe to share between threads: every method holds the buffer's lock. The items live in
-    a :class:`~mindspore_rl_buffer.host_ring.NumpyRing`, under the same cursor contract as
+    a ``NumpyRing`` (``mindspore_rl_buffer.host_ring``), under the same cursor contract as
     the device buffers (see :mod:`mindspore_rl_buffer.ops`). An item's id (int64) is the
     number of items added before it since construction or the last :meth:`clear`, as
     TF-Agents counts them.
@@ -231,17 +231,17 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
 
     # ------------------------------------------------------------------------- records
     def save(self, path: Any) -> Any:
-        """See :meth:`~mindspore_rl_buffer.checkpoint.Checkpointable.save`; holds the lock while writing."""
+        """See ``Checkpointable.save`` (``mindspore_rl_buffer.checkpoint``); holds the lock while writing."""
         with self._lock:
             return super().save(path)
 
     def load(self, path: Any) -> None:
-        """See :meth:`~mindspore_rl_buffer.checkpoint.Checkpointable.load`; holds the lock while restoring."""
+        """See ``Checkpointable.load`` (``mindspore_rl_buffer.checkpoint``); holds the lock while restoring."""
         with self._lock:
             super().load(path)
 
     def checkpoint_record(self) -> dict[str, Any]:
-        """See :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`."""
+        """See ``mindspore_rl_buffer.checkpoint.Checkpointable``."""
         specs = tuple(TensorSpec(spec.shape, spec.dtype, name)
                       for spec, name in zip(self._flat.specs, self._column_names()))
         return {"type": type(self).__name__, "capacity": self._capacity, "specs": spec_record(specs),
@@ -263,7 +263,7 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
         return [problem for problem in problems if problem]
 
     def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
-        """Files written before the add counter existed: see :func:`~mindspore_rl_buffer.tf_agents.added_default`."""
+        """Files written before the add counter existed: see ``mindspore_rl_buffer.tf_agents.added_default``."""
         added = added_default(read("head"), read("count"))
         return {} if added is None else {"added": added}
 

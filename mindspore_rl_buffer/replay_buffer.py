@@ -54,7 +54,8 @@ class ReplayBuffer(RingBuffer):
         replace (bool): Whether :meth:`sample` draws with replacement. Default: ``True``.
         seed (int): Seed of the sampling operators, in ``[0, 2**31)``: it alone fixes the
             buffer's draws (two buffers built with the same seed draw the same indexes; see
-            README "Seeding"). ``None`` follows ``mindspore.set_seed``. Default: ``None``.
+            the seeding guide, ``docs/guides/seeding.md``). ``None`` follows ``mindspore.set_seed``.
+            Default: ``None``.
         names (list[str]): Column names, used for the Parameters and in errors.
             Default: ``None``, which names them ``column_0``, ``column_1``, ...
 

@@ -139,7 +139,7 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         ValueError: If a size is not positive, ``capacity < world_size``, ``sampling`` is
             unknown, the columns are (as :class:`ReplayBuffer`), or ``sampling='global'`` with
             a float64 or uint64 column (no exact way to move it between ranks: see
-            :func:`mindspore_rl_buffer.ops.sharded.encode_words`).
+            ``encode_words`` in :mod:`mindspore_rl_buffer.ops.sharded`).
 
     Supported Platforms:
         ``GPU`` ``CPU``
@@ -344,7 +344,7 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
 
     # ------------------------------------------------------------------ save, load
     def checkpoint_record(self) -> dict[str, Any]:
-        """See :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`."""
+        """See ``mindspore_rl_buffer.checkpoint.Checkpointable``."""
         return {"type": type(self).__name__, "capacity": self._capacity, "specs": spec_record(self.specs),
                 "settings": {"world_size": self._world_size, "rank": self._rank,
                              "local_capacity": self.local_capacity, "sampling": self._sampling,

@@ -37,7 +37,7 @@ from mindspore_rl_buffer.replay_buffer import replay_buffer_attributes
 from mindspore_rl_buffer.specs import check_batch_bytes
 
 BufferInfo = collections.namedtuple("BufferInfo", ["ids", "probabilities"])
-BufferInfo.__doc__ = """What a draw took: the items' ids (int64, see :mod:`mindspore_rl_buffer.tf_agents`)
+BufferInfo.__doc__ = """What a draw took: the items' ids (int64, see ``mindspore_rl_buffer.tf_agents``)
 and each pick's sampling probability (float32)."""
 
 
@@ -175,7 +175,7 @@ class TFAgentsAPI:
             num_parallel_calls (int): Accepted for TF-Agents compatibility; calls are made one
                 at a time. Default: ``None``.
             single_deterministic_pass (bool): Walk every stored item once in order instead of
-                sampling forever (see :func:`deterministic_pass`; the buffer's
+                sampling forever (see ``deterministic_pass`` in ``mindspore_rl_buffer.tf_agents``; the buffer's
                 ``dataset_drop_remainder`` and ``dataset_window_shift`` apply). What is stored
                 is read when iteration starts. Default: ``False``.
 

@@ -179,7 +179,7 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
 
     @property
     def capacity(self) -> int:
-        """Items the buffer holds: ``batch_size * max_length``."""
+        """Items the buffer holds, ``batch_size * max_length``."""
         return self._batch_size * self._max_length
 
     @property
@@ -339,7 +339,7 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
 
     # ------------------------------------------------------------------------- records
     def checkpoint_record(self) -> dict[str, Any]:
-        """See :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`."""
+        """See ``mindspore_rl_buffer.checkpoint.Checkpointable``."""
         specs = [spec.__class__(spec.shape, spec.dtype, name)
                  for spec, name in zip(self._flat.specs, self._column_names())]
         settings = {"batch_size": self._batch_size, "max_length": self._max_length, "seed": self._seed,
@@ -355,6 +355,6 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         return [problem] if problem else []
 
     def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
-        """Files written before the add counter existed: see :func:`~mindspore_rl_buffer.tf_agents.added_default`."""
+        """Files written before the add counter existed: see ``mindspore_rl_buffer.tf_agents.added_default``."""
         added = added_default(read(self.storage.head), read(self.storage.count))
         return {} if added is None else {self.added: added}

@@ -182,7 +182,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
     # ----------------------------------------------------------------- properties (host)
     @property
     def capacity(self) -> int:
-        """Rows the buffer holds: ``max_length * num_envs``."""
+        """Rows the buffer holds, ``max_length * num_envs``."""
         return self._max_length * self._num_envs
 
     @property
@@ -222,7 +222,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
 
     @property
     def shapes(self) -> tuple[tuple[int, ...], ...]:
-        """The shape of one time step, per column: ``(num_envs, *shape)``."""
+        """The shape of one time step per column, ``(num_envs, *shape)``."""
         return tuple(spec.shape for spec in self._specs)
 
     @property
@@ -376,7 +376,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
                 "n_step": self._n_step, "gamma": self._gamma, "seed": self._seed}
 
     def checkpoint_record(self) -> dict[str, Any]:
-        """See :class:`~mindspore_rl_buffer.checkpoint.Checkpointable`."""
+        """See ``mindspore_rl_buffer.checkpoint.Checkpointable``."""
         return {"type": type(self).__name__, "capacity": self.capacity, "specs": spec_record(self._specs),
                 "settings": self._settings()}
 

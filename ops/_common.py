@@ -19,8 +19,8 @@ from mindspore import Tensor, ops
 ZERO = Tensor(0, ms.int32)
 ASSERT = ops.Assert(summarize=8)
 
-# The largest capacity whose cursor arithmetic stays exact in int32: ``head + count``,
-# ``head + logical`` and the rows of a batch stay below 2**31.
+#: The largest capacity whose cursor arithmetic stays exact in int32: ``head + count``,
+#: ``head + logical`` and the rows of a batch stay below ``2**31``.
 MAX_CAPACITY = 2**30
 
 # Streams of a seeded buffer's random operators: each random operator of a buffer built with
@@ -39,14 +39,14 @@ STREAM_GLOBAL = 8
 
 
 # MindSpore 2.10's GPU Sort sorts a row of up to this many keys of any dtype in place; longer
-# rows only as float16/float32 (``sort_gpu_kernel.cc``; docs/gpu/README.md). float32 holds
+# rows only as float16/float32 (``sort_gpu_kernel.cc``; docs/platforms.md). float32 holds
 # every integer below FLOAT32_EXACT exactly.
 GPU_SORT_ANY_DTYPE = 4096
 FLOAT32_EXACT = 2**24
 
 
 # The column dtypes MindSpore 2.10's GPU ScatterUpdate registers (scatter_functor_gpu_kernel.cc);
-# ScatterNdUpdate registers every dtype (docs/gpu/README.md).
+# ScatterNdUpdate registers every dtype (docs/platforms.md).
 SCATTER_UPDATE_DTYPES = (ms.float16, ms.float32, ms.int8, ms.uint8, ms.int32, ms.int64)
 
 
@@ -84,8 +84,8 @@ def draws(fn):
     Unmarked, two calls of a function with the same constant arguments share one compiled
     body, so two samples in one graph held random operators with the same seeds and drew the
     same items (with ``seed=s``, and with ``seed=None`` under ``mindspore.set_seed``). Every
-    function from a buffer method down to :func:`uniform_int` or :func:`uniform_real` must be
-    marked (:func:`~mindspore_rl_buffer._graph.buffer_method` marks the methods), and so must
+    function from a buffer method down to ``uniform_int`` or ``uniform_real`` must be
+    marked (``buffer_method`` in ``mindspore_rl_buffer._graph`` marks the methods), and so must
     a helper of yours that samples a buffer and is called more than once in one ``construct``;
     ``tests/test_graph.py`` samples every buffer twice in one graph. (An operator of this
     package called twice in one graph with the same ``seed`` draws the same: pass each call

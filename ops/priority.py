@@ -34,14 +34,15 @@ from mindspore import Tensor, ops
 from mindspore_rl_buffer.ops._common import ASSERT, STREAM_STRATA, arange, draws, guarded, sort_ints, uniform_real
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 
-# Priorities below this (and NaN, inside a graph) count as this.
+#: Priorities below this (and NaN, inside a graph) count as this.
 PRIORITY_FLOOR = 1e-8
-# Priorities above this (+inf, inside a graph) count as this: 2**126, a quarter of float32's
-# range (a graph constant of 2**127 or more was measured to become inf in MindSpore 2.10).
+#: Priorities above this (+inf, inside a graph) count as this: ``2**126``, a quarter of float32's
+#: range (a graph constant of ``2**127`` or more was measured to become inf in MindSpore 2.10).
 PRIORITY_CEILING = float(2.0**126)
-# Leaves (priority ** alpha) are clamped to [LEAF_FLOOR, LEAF_CEILING]. With at most
-# 2**30 leaves (MAX_CAPACITY), the root stays below 2**126: no sum overflows float32.
+#: Leaves (``priority ** alpha``) are clamped to ``[LEAF_FLOOR, LEAF_CEILING]``. With at most
+#: ``2**30`` leaves (``MAX_CAPACITY``), the root stays below ``2**126``: no sum overflows float32.
 LEAF_FLOOR = float(np.finfo(np.float32).tiny)
+#: The largest leaf (``priority ** alpha``); see ``LEAF_FLOOR``.
 LEAF_CEILING = float(2.0**96)
 _INF = float("inf")
 

@@ -23,7 +23,7 @@ Every rank must run these operators, in the same order, for the collectives to c
 they are collective calls. The collectives are MindSpore's ``AllGather``, documented for
 Ascend and GPU (HCCL, NCCL) and run by mccl on CPU; ``AllReduce`` is avoided because its CPU
 kernel takes only float16/float32. float64 and uint64 columns cannot be sampled globally
-(see :func:`encode_words`).
+(see ``encode_words``).
 """
 from __future__ import annotations
 
@@ -210,7 +210,7 @@ def combine_rows(values, owner, group):
     """For every draw ``j``, row ``j`` as gathered by the draw's owner, on every rank.
 
     Every column is flattened to ``(k, width)`` and encoded in 32-bit words (see
-    :func:`encode_words`): the float columns are concatenated into one float32 block and
+    ``encode_words``): the float columns are concatenated into one float32 block and
     the integer columns into one int32 block, one ``AllGather`` per block (so at most two,
     whatever the columns). The result ``(world_size * k, words)`` holds every rank's block,
     and row ``owner[j] * k + j`` is selected. Selection copies bits, so every value (NaN,

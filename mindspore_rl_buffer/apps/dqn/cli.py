@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mindspore_rl_buffer.apps.dqn.schedule import MAX_STEPS
 
-# The fastest held solve measured (README, "The main job"): 3-step returns from a
+# The fastest held solve measured (docs/benchmarks.md): 3-step returns from a
 # TransitionReplayBuffer, which only the device buffer and the MindSpore CartPoles can feed.
 DEFAULT_CONFIG = "configs/dqn_nstep.py"
 # One-step transitions in MindSpore Reinforcement's five-column layout: the host variants' default.
@@ -177,7 +177,9 @@ def _failed(error: OSError, doing: str, path: str) -> int:
     return 1
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The ``mindspore-rl-buffer`` argument parser, with its ``train`` and ``evaluate`` subcommands
+    (the documentation renders their ``--help`` from it)."""
     parser = argparse.ArgumentParser(prog="mindspore-rl-buffer",
                                      description="Replay buffers compiled into MindSpore graphs.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -193,7 +195,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="fused: many collect and learn steps per graph launch (the default where it can "
                             "run); host: one launch per collect, learn and evaluation step")
     train.add_argument("--buffer", choices=("device", "numpy"), default="device",
-                       help="device: ReplayBuffer sampled inside the learn graph; numpy: host buffer "
+                       help="device: the config's buffer, sampled inside the learn graph; numpy: host buffer "
                             "(default: %(default)s)")
     train.add_argument("--env", choices=("mindspore", "gymnasium"), default="mindspore",
                        help="mindspore: batched CartPole inside the collect graph; gymnasium: "
@@ -333,9 +335,9 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status (0 when the command finished, 2 on a usage error,
-    130 after Ctrl-C)."""
-    args = _parser().parse_args(argv)
+    """Run the command line; return the exit status (0 when the command finished, 1 when reading or
+    writing a file failed, 2 on a usage error, 130 after Ctrl-C before the first graph compiles)."""
+    args = build_parser().parse_args(argv)
     try:
         import mindspore as ms
 

@@ -293,12 +293,12 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
 
     Raises:
         TypeError: If the config or one of its sections is not a dict, or the buffer entry
-            has a value of the wrong type (as :func:`~mindspore_rl_buffer.config.buffer_arguments`).
+            has a value of the wrong type (as ``mindspore_rl_buffer.config.buffer_arguments``).
         ValueError: Naming every missing section (and, for a top-level ``algorithm_config`` key,
             how to fix a YAML file), every missing setting, a setting or buffer key that is text
             spelling a number (``'1e-3'``, as PyYAML reads a plain ``1e-3``; the message says how
             to write it), a setting of the wrong kind or out of
-            its range (see :data:`SETTINGS`: ``gamma`` and the epsilons in [0, 1], a learning rate
+            its range (see ``SETTINGS``: ``gamma`` and the epsilons in [0, 1], a learning rate
             and ``huber_delta`` finite and > 0, ``hidden_sizes`` a non-empty list of ints in
             [1, 16384], ``num_envs`` and ``eval_episodes`` at most 100,000, ``max_steps`` at most
             10**9, as ``--max-steps``; NaN never), an

@@ -84,7 +84,7 @@ class FoldedGreedy(nn.Cell):
     carries a column of ones and every hidden layer a unit fixed at 1, so each layer is one
     ``MatMul`` (and a ``ReLU``) instead of ``MatMul`` and ``BiasAdd``; with two actions the
     last layer gives ``Q1 - Q0``, whose sign is the action (ties go to action 0, as
-    ``argmax`` breaks them). :meth:`construct` then costs 7 kernels a step where
+    ``argmax`` breaks them). ``construct`` then costs 7 kernels a step where
     :class:`GreedyAction` over the same network costs 10. The actions are ``argmax``'s up to
     float rounding (the bias is summed inside the product); ``tests/apps/dqn`` checks them
     against it.
