@@ -1,16 +1,27 @@
 """Install mindspore_rl_buffer; ``ops/`` is installed as ``mindspore_rl_buffer.ops`` and
 ``configs/`` as ``mindspore_rl_buffer.configs`` (so the main job finds its config anywhere).
 The main job, ``mindspore_rl_buffer.apps.dqn``, needs the ``dqn`` extra."""
-from pathlib import Path
-
 from setuptools import setup
+
+LONG_DESCRIPTION = """\
+A replay buffer for MindSpore reinforcement learning that lives on the device and compiles into
+your GRAPH_MODE training graph. MindSpore 2.8 removed the native buffer kernels that MindSpore
+Reinforcement ran on (`BufferAppend`, `BufferGetItem`, `BufferSample`); this library rebuilds the
+buffer from MindSpore 2.10's own graph operators, on CPU and GPU, with MindSpore Reinforcement's
+and TF-Agents' APIs, prioritized, reservoir, sharded and Atari-scale buffers.
+
+The documentation (getting started, user guides, migration guides and the API reference) is a
+Sphinx site in the `docs/` folder of the project's repository.
+"""
 
 setup(
     name="mindspore_rl_buffer",
     version="0.1.0",
     description="A device-side replay buffer for MindSpore reinforcement learning, "
     "built from MindSpore graph ops.",
-    long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf-8"),
+    # The package page gets this short text, not README.md: the README's links are relative to
+    # the repository and break on a package index.
+    long_description=LONG_DESCRIPTION,
     long_description_content_type="text/markdown",
     # MindSpore 2.10 has wheels for Python 3.10, 3.11 and 3.12 only (3.9 stops at MindSpore 2.9).
     python_requires=">=3.10,<3.13",
