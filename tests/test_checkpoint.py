@@ -174,6 +174,7 @@ def _split_first(message):
     (_rename(1, "state"), r"the slices of the tensor 'state' disagree on its dims or type"),
     (_rename(2, "state"), r"the tensor 'state' is stored in two places"),
 ])
+@pytest.mark.slow
 def test_a_ckpt_whose_dims_or_names_disagree_with_its_bytes_is_refused_before_a_tensor_is_built(tmp_path, edit,
                                                                                                  message):
     # MindSpore's reader trusts the dims: such files corrupted the heap (the process died inside
@@ -233,6 +234,7 @@ def test_a_ckpt_tensor_in_slices_loads_joined(tmp_path):
     assert_same_state(state_of(restored), state_of(rb))
 
 
+@pytest.mark.slow
 def test_a_tensor_the_buffer_does_not_hold_is_never_read(tmp_path):
     # A safetensors file with an extra 2 GiB tensor (a sparse file: nothing on disk) loads with the
     # process's peak memory growing less than 512 MiB: only the buffer's tensors are read (the
@@ -290,6 +292,7 @@ def test_a_checkpoint_path_that_is_not_a_regular_file_is_refused_saying_what_it_
             make().load(tmp_path / name)
 
 
+@pytest.mark.slow
 def test_a_training_network_saved_by_mindspore_or_by_us_restores_in_place(tmp_path):
     class Net(nn.Cell):
         def __init__(self):
@@ -523,6 +526,7 @@ def test_a_checkpoint_whose_cursors_break_the_contract_is_refused_and_changes_no
 
 
 @pytest.mark.parametrize("suffix", [".safetensors", ".ckpt"])
+@pytest.mark.slow
 def test_any_flipped_byte_is_refused_or_changes_nothing(tmp_path, suffix):
     rb = make()
     rb.insert(encoded_batch(0, 10))
@@ -662,6 +666,7 @@ CORRUPT_TREES = {
 
 
 @pytest.mark.parametrize("case", list(CORRUPT_TREES))
+@pytest.mark.slow
 def test_a_priority_checkpoint_whose_trees_break_their_invariants_is_refused_and_changes_nothing(tmp_path, case):
     corrupt, message = CORRUPT_TREES[case]
     source = priority_buffer()
@@ -697,6 +702,7 @@ def test_a_priority_checkpoint_whose_trees_break_their_invariants_is_refused_and
     assert set(decode(*target.sample(0.4)[2:])) <= {0, 1, 2, 3}
 
 
+@pytest.mark.slow
 def test_the_tree_check_accepts_every_state_the_buffer_reaches(tmp_path):
     rng = np.random.default_rng(11)
     for alpha, capacity in ((0.0, 5), (0.6, 1), (0.6, 6), (3.0, 8)):
@@ -772,6 +778,7 @@ RECORDS_LACKING = {
 
 
 @pytest.mark.parametrize("case", list(RECORDS_LACKING))
+@pytest.mark.slow
 def test_a_record_lacking_a_binding_setting_or_a_key_is_refused_and_changes_nothing(tmp_path, case):
     edit, alpha, message = RECORDS_LACKING[case]
     source = priority_buffer(alpha=0.9)
@@ -825,6 +832,7 @@ def test_a_mismatch_error_gives_a_buffer_s_own_record_without_a_stray_name(tmp_p
 
 
 @pytest.mark.parametrize("seen", [2**63 - 2, 2**62 + 1, -1])
+@pytest.mark.slow
 def test_a_reservoir_checkpoint_whose_counter_could_not_take_another_insert_is_refused(tmp_path, seen):
     from mindspore_rl_buffer import ReservoirReplayBuffer
 

@@ -77,6 +77,7 @@ class _InsertsByKeyword(nn.Cell):
         return self.buffer.get_item(-1)
 
 
+@pytest.mark.slow
 def test_insert_takes_the_transition_as_mindspore_rl_named_it_exp():
     context.set_context(mode=context.GRAPH_MODE)
     urb = UniformReplayBuffer(2, 5, [(2,), (1,)], [mstype.float32, mstype.int32])
@@ -285,7 +286,7 @@ def test_every_replay_buffer_entry_form_of_mindspore_rl_configs():
     assert set(buffers) == {"local_replaybuffer", "global_replaybuffer"}
     assert isinstance(buffers["local_replaybuffer"], nn.CellList) and len(buffers["local_replaybuffer"]) == 3
     assert buffers["global_replaybuffer"].sample_size == 1  # mindspore_rl's default
-    with pytest.raises(ValueError, match=r"the key 'data_shape' is missing\. give 'data_shape' and 'data_type', "
+    with pytest.raises(ValueError, match=r"the key 'data_shape' is missing\. Give 'data_shape' and 'data_type', "
                                          r"or pass env="):
         create_buffer(dqn)
     with pytest.raises(ValueError, match="must be given once, in 'params' or beside it"):

@@ -59,6 +59,7 @@ def test_number_greater_than_one_gives_independent_buffers():
     ("ReplayBuffer", {"seed": 7}), ("ReplayBuffer", {"seed": 2**31 - 1}),  # the second buffer's seed wraps to 0
     ("ReservoirReplayBuffer", {"seed": 7}), ("ReservoirReplayBuffer", {"seed0": 7}),
     ("ReservoirReplayBuffer", {"seed1": 7})])
+@pytest.mark.slow
 def test_the_buffers_of_a_seeded_entry_draw_apart_and_reproducibly(kind, seeds):
     import numpy as np
 
@@ -418,7 +419,9 @@ HOSTILE_FILES = {  # (name, content): what load_config must refuse naming the fi
 }
 
 
-@pytest.mark.parametrize("name", list(HOSTILE_FILES))
+# deep.yaml nests past the recursion limit: seconds of parsing, so it runs in the slow tier.
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name == "deep.yaml" else name
+                                  for name in HOSTILE_FILES])
 def test_hostile_config_files_are_refused_naming_the_file(tmp_path, name):
     # Each raised from deep inside Python (RecursionError) or was taken: a second merge won silently,
     # and a 15 MB YAML file took 35 s and 1.5 GB.

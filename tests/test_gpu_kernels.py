@@ -2,7 +2,7 @@
 
 The inventory compiles every graph under MindSpore's IR dump (benchmarks/gpu_scenarios.py)
 and the committed table docs/gpu/kernels-2.10.0.json says what the GPU kernels register
-(docs/gpu/README.md).
+(docs/platforms.md).
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ def found():
     return inventory(SCENARIOS)
 
 
+@pytest.mark.slow
 def test_every_scenario_compiles_graphs_that_the_inventory_reads(found):
     assert set(found) == set(SCENARIOS)
     for scenario, primitives in found.items():
@@ -37,13 +38,15 @@ def test_every_scenario_compiles_graphs_that_the_inventory_reads(found):
             "MatMul", "Adam"} <= everything
 
 
+@pytest.mark.slow
 def test_every_pair_the_graphs_use_is_registered_by_a_gpu_kernel(found):
     assert unsupported(found, load_table()) == []
 
 
+@pytest.mark.slow
 def test_no_direct_call_graph_holds_a_host_node(found):
     # PyExecute (MindSpore's JIT fallback) runs on the host. A user's graph reading a draw's
-    # info held one while get_next and sample_with_info built BufferInfo there (docs/gpu/README.md).
+    # info held one while get_next and sample_with_info built BufferInfo there (docs/platforms.md).
     hosts = {scenario for scenario, primitives in found.items() if "PyExecute" in primitives}
     assert hosts == set(), hosts
 

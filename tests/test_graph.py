@@ -111,6 +111,7 @@ BATCHES = [random.Random(0).choice([1, 1, 2, 3, 5]) for _ in range(100000)]
 
 
 @pytest.mark.parametrize("kind", ["replay", "sharded"])
+@pytest.mark.slow
 def test_two_threads_insert_sample_read_and_reset_a_ring_buffer(kind):
     buffer = make(capacity=16, sample_size=8) if kind == "replay" else \
         ShardedReplayBuffer(8, 16, SHAPES, MS_DTYPES, names=NAMES)
@@ -145,6 +146,7 @@ def test_two_threads_insert_sample_read_and_reset_a_ring_buffer(kind):
     assert set(decode(*buffer.sample())) <= {0, 1, 2}
 
 
+@pytest.mark.slow
 def test_two_threads_insert_sample_update_and_reset_a_priority_buffer():
     buffer = PriorityReplayBuffer(0.6, 16, 8, SHAPES, MS_DTYPES, names=NAMES)
     boundaries: list[int] = []
@@ -182,6 +184,7 @@ def test_two_threads_insert_sample_update_and_reset_a_priority_buffer():
         assert mins[node] == min(mins[2 * node], mins[2 * node + 1])
 
 
+@pytest.mark.slow
 def test_two_threads_offer_sample_and_reset_a_reservoir():
     buffer = ReservoirReplayBuffer(16, 8, SHAPES, MS_DTYPES, names=NAMES)
     boundaries: list[int] = []
@@ -209,6 +212,7 @@ def test_two_threads_offer_sample_and_reset_a_reservoir():
         assert len(set(ids)) == count and ids.min() >= boundaries[-1] - seen
 
 
+@pytest.mark.slow
 def test_three_threads_and_a_dataset_pipeline_on_a_trajectory_buffer():
     # In a process of its own: MindSpore 2.10's dataset iterator was seen to crash the process
     # (a segmentation fault) when another GeneratorDataset had run in it before.
@@ -219,6 +223,7 @@ def test_three_threads_and_a_dataset_pipeline_on_a_trajectory_buffer():
     assert "threads ok" in result.stdout
 
 
+@pytest.mark.slow
 def test_two_threads_on_the_numpy_buffer():
     buffer = PyUniformReplayBuffer(SPEC1, capacity=16, seed=5)
     added: list[int] = []
@@ -244,10 +249,11 @@ def test_two_threads_on_the_numpy_buffer():
     assert len(stored) <= 16 and (np.diff(stored) == 1).all() and (len(stored) == 0 or stored[-1] == added[-1] - 1)
 
 
+@pytest.mark.slow
 def test_a_save_while_another_thread_runs_a_training_graph_under_the_lock_holds_one_state(tmp_path):
     # Compiled graphs do not take the library's lock: without it a save caught a graph between
     # two columns' writes (different inserts in one row). Holding mindspore_rl_buffer.lock around
-    # each call of the graph, as the README says, every file holds one state.
+    # each call of the graph, as docs/guides/in-your-graph.md says, every file holds one state.
     import mindspore_rl_buffer
 
     rb = ReplayBuffer(4, 4096, [(64,), ()], [ms.float32, ms.int32])
@@ -310,7 +316,7 @@ def test_a_direct_call_compiles_one_twin_per_static_signature():
 
 def test_direct_calls_of_two_buffers_and_their_variants_log_no_recompile_warning():
     # MindSpore warned "has been compiled again" for every twin after the first of a name
-    # (three times for the README's first example). Its log goes to the stderr of a fresh process.
+    # (three times for a first example of direct calls). Its log goes to the stderr of a fresh process.
     script = """
 import mindspore as ms, numpy as np
 from mindspore_rl_buffer import ReplayBuffer
@@ -398,6 +404,7 @@ STATIC_ARGUMENT_CASES = [  # (buffer, call, a constant the call refuses)
 
 
 @pytest.mark.parametrize("kind, call, bad", STATIC_ARGUMENT_CASES)
+@pytest.mark.slow
 def test_a_graph_refuses_the_constants_a_direct_call_refuses_with_the_same_error(kind, call, bad):
     # A Python constant a construct passes (ordered, batch_size, ...) is part of the graph: it is
     # checked when the graph is compiled, with the direct call's message, before anything runs.
@@ -550,6 +557,7 @@ class _TwoDraws(ms.nn.Cell):
 @pytest.mark.parametrize("kind", ["ReplayBuffer", "ShardedReplayBuffer", "PriorityReplayBuffer",
                                   "TransitionReplayBuffer", "TransitionReplayBuffer.sample_with_info",
                                   "TrajectoryReplayBuffer"])
+@pytest.mark.slow
 def test_two_samples_in_one_graph_draw_apart_and_reproducibly(kind):
     # A seeded buffer's operators are seeded (seed, stream + 64 k), k numbering its operators as
     # they are compiled; unmarked, one graph's two samples compiled one body and drew the same items.
@@ -595,6 +603,7 @@ class _NamedtupleInGraph(ms.nn.Cell):
         return info.ids + info.probabilities
 
 
+@pytest.mark.slow
 def test_the_graphs_of_direct_calls_hold_no_host_step(tmp_path):
     # A graph returning a dict built it through host steps: direct get_next and gather_all of
     # a dict spec did, before the twins returned flat leaves for the host to rebuild.

@@ -8,9 +8,12 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_the_wheel_installs_ops_inside_the_package(tmp_path):
     # Built from a copy of the sources: setuptools reuses a build/ folder, whose files from an
     # earlier layout would otherwise end up in the wheel.

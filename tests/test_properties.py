@@ -54,6 +54,7 @@ def buffer(key, factory):
 
 @SETTINGS
 @given(OPERATIONS)
+@pytest.mark.slow
 def test_replay_buffer_never_disagrees_with_the_model(operations):
     ms.set_context(mode=ms.GRAPH_MODE)
     rb, model, start = buffer("ring", lambda: make(capacity=5, sample_size=6)), RingModel(5, SHAPES, DTYPES), 0
@@ -162,6 +163,7 @@ TRAJECTORY_OPERATIONS = st.lists(st.one_of(
 
 @SETTINGS
 @given(TRAJECTORY_OPERATIONS)
+@pytest.mark.slow
 def test_trajectory_buffers_never_disagree_with_the_model(operations):
     ms.set_context(mode=ms.GRAPH_MODE)
     device = buffer("trajectory", lambda: TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4))
@@ -214,6 +216,7 @@ PRIORITY_OPERATIONS = st.lists(st.one_of(
 
 @SETTINGS
 @given(PRIORITY_OPERATIONS)
+@pytest.mark.slow
 def test_priority_buffer_never_disagrees_with_the_model(operations):
     from mindspore_rl_buffer.ops import tree_size
 
@@ -261,6 +264,7 @@ def test_priority_buffer_never_disagrees_with_the_model(operations):
 
 @SETTINGS
 @given(st.lists(st.sampled_from([1, 2, 3, 5, 9, "reset", "save_load"]), min_size=1, max_size=10))
+@pytest.mark.slow
 def test_reservoir_buffer_keeps_algorithm_r_invariants(operations):
     from mindspore_rl_buffer import ReservoirReplayBuffer
 
@@ -290,6 +294,7 @@ def test_reservoir_buffer_keeps_algorithm_r_invariants(operations):
 
 @SETTINGS
 @given(OPERATIONS)
+@pytest.mark.slow
 def test_a_single_process_sharded_buffer_is_a_replay_buffer(operations):
     from mindspore_rl_buffer import ShardedReplayBuffer
 

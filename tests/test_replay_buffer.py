@@ -44,6 +44,7 @@ def test_insert_from_empty_wraps_and_overflows_like_the_model():
 
 
 @pytest.mark.parametrize("kind", ["ReplayBuffer", "PriorityReplayBuffer", "ShardedReplayBuffer"])
+@pytest.mark.slow
 def test_batches_of_many_sizes_compile_a_bounded_number_of_inserts_and_go_in_as_one_batch(monkeypatch, kind):
     """Episodes of many lengths inserted one batch each (MindSpore Reinforcement's GAIL expert buffer):
     past EXACT_INSERT_SIZES sizes, a new size goes in as power-of-two pieces, in order."""
@@ -306,6 +307,7 @@ SEED_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("how", ["global", "argument"])
+@pytest.mark.slow
 def test_seeded_runs_sample_identical_indexes(tmp_path, how):
     script = tmp_path / "seeded.py"
     script.write_text(SEED_SCRIPT)
@@ -327,6 +329,7 @@ class Reader(nn.Cell):
 
 
 @pytest.mark.parametrize("index", [4294967297, -4294967294, 2**40])
+@pytest.mark.slow
 def test_an_int64_index_past_int32_is_refused_in_a_graph_not_cut_to_another_item(index):
     rb = make()
     rb.insert(encoded_batch(0, 5))

@@ -76,6 +76,7 @@ def inclusion_counts(offer_stream, streams: int, length: int) -> np.ndarray:
     return counts
 
 
+@pytest.mark.slow
 def test_inclusion_probabilities_are_uniform_over_many_streams():
     ms.set_seed(8)
     capacity, length, streams = 8, sum(STREAM), 150

@@ -42,7 +42,7 @@ def state_of(buffer) -> tuple:
 
 
 # ------------------------------------------------------------------ single process
-@pytest.mark.parametrize("sampling", ["local", "global"])
+@pytest.mark.parametrize("sampling", [pytest.param("local", marks=pytest.mark.slow), "global"])
 def test_without_msrun_it_is_a_replay_buffer_of_world_size_one(sampling):
     draws = {}
     for kind in ("sharded", "plain"):
@@ -269,6 +269,8 @@ def two_ranks(tmp_path_factory):
     return [json.loads(report.read_text()) for report in reports], out
 
 
+@pytest.mark.slow
+@pytest.mark.whole_machine
 def test_two_ranks_hold_shards_of_33_and_32_rows(two_ranks):
     ranks, _ = two_ranks
     assert [r["rank"] for r in ranks] == [0, 1]
@@ -276,6 +278,8 @@ def test_two_ranks_hold_shards_of_33_and_32_rows(two_ranks):
     assert [r["local_capacity"] for r in ranks] == [[33, 33], [32, 32]]
 
 
+@pytest.mark.slow
+@pytest.mark.whole_machine
 def test_an_empty_buffer_raises_on_every_rank_and_the_job_carries_on(two_ranks):
     ranks, _ = two_ranks
     errors = {r["empty_global_error"] for r in ranks}
@@ -287,6 +291,8 @@ def test_an_empty_buffer_raises_on_every_rank_and_the_job_carries_on(two_ranks):
     assert all(r["after_load"] for r in ranks)
 
 
+@pytest.mark.slow
+@pytest.mark.whole_machine
 def test_a_rank_that_inserts_nothing_still_gets_the_global_batch(two_ranks):
     first, second = (r["one_sided"] for r in two_ranks[0])
     assert (first["size"], second["size"]) == (30, 30)
@@ -297,6 +303,8 @@ def test_a_rank_that_inserts_nothing_still_gets_the_global_batch(two_ranks):
     assert first["local_error"] is None and "the shard of rank 1 is empty" in second["local_error"]
 
 
+@pytest.mark.slow
+@pytest.mark.whole_machine
 def test_local_sampling_touches_only_the_ranks_own_shard(two_ranks):
     ranks, _ = two_ranks
     assert set(ranks[0]["one_sided"]["local"]) <= set(range(30))
@@ -308,6 +316,8 @@ def test_local_sampling_touches_only_the_ranks_own_shard(two_ranks):
     assert ranks[1]["wrapped"]["stored"] == list(range(1008, 1040))
 
 
+@pytest.mark.slow
+@pytest.mark.whole_machine
 def test_global_samples_are_identical_on_every_rank(two_ranks):
     ranks, _ = two_ranks
     for phase in ("unequal", "wrapped"):
@@ -317,6 +327,8 @@ def test_global_samples_are_identical_on_every_rank(two_ranks):
     assert ranks[0]["unequal"]["indexes"] == ranks[1]["unequal"]["indexes"]
 
 
+@pytest.mark.slow
+@pytest.mark.whole_machine
 def test_global_samples_are_drawn_over_both_shards_in_proportion_to_their_counts(two_ranks):
     ranks, _ = two_ranks
     # 30 items on rank 0 and 10 on rank 1: 2000 draws, expected 50 per item, so a quarter of
@@ -337,6 +349,8 @@ def test_global_samples_are_drawn_over_both_shards_in_proportion_to_their_counts
     assert ranks[0]["wrapped"]["size"] == 65 and ranks[0]["wrapped"]["full"]
 
 
+@pytest.mark.slow
+@pytest.mark.whole_machine
 def test_global_indexes_name_the_rows_in_shard_order(two_ranks):
     ranks, _ = two_ranks
     union = ranks[0]["unequal"]["stored"] + ranks[1]["unequal"]["stored"]
@@ -346,6 +360,8 @@ def test_global_indexes_name_the_rows_in_shard_order(two_ranks):
     assert set(ordered) <= set(union)
 
 
+@pytest.mark.slow
+@pytest.mark.whole_machine
 def test_inside_a_users_graph_every_rank_gets_the_same_batch_of_what_is_stored(two_ranks):
     ranks, _ = two_ranks
     assert ranks[0]["direct_before_graph"] == ranks[1]["direct_before_graph"] == [65, 6]
@@ -358,6 +374,8 @@ def test_inside_a_users_graph_every_rank_gets_the_same_batch_of_what_is_stored(t
         assert {500 + 2 * step, 1500 + 2 * step + 1} <= set(union)
 
 
+@pytest.mark.slow
+@pytest.mark.whole_machine
 def test_global_rows_of_every_dtype_arrive_exactly(two_ranks):
     ranks, _ = two_ranks
     first, second = (r["mixed"] for r in ranks)
@@ -374,6 +392,8 @@ def test_global_rows_of_every_dtype_arrive_exactly(two_ranks):
     assert all(first["negative_zero"]) and first["negative_zero"], "-0.0 (item 0) keeps its sign"
 
 
+@pytest.mark.slow
+@pytest.mark.whole_machine
 def test_save_writes_one_file_per_rank_and_load_restores_it(two_ranks):
     ranks, out = two_ranks
     for r in ranks:
@@ -385,6 +405,8 @@ def test_save_writes_one_file_per_rank_and_load_restores_it(two_ranks):
     assert not (set(range(800, 805)) | set(range(1800, 1805))) & set(union), "load undid the inserts after save"
 
 
+@pytest.mark.slow
+@pytest.mark.whole_machine
 def test_load_refuses_a_checkpoint_of_another_world_size(two_ranks):
     _, out = two_ranks
     buffer = ShardedReplayBuffer(6, 65, SHAPES, MS_DTYPES, sampling="global", names=NAMES)
@@ -393,6 +415,8 @@ def test_load_refuses_a_checkpoint_of_another_world_size(two_ranks):
     assert state_of(buffer)[1:] == (0, 0)
 
 
+@pytest.mark.slow
+@pytest.mark.whole_machine
 def test_the_main_job_trains_data_parallel_on_two_ranks(tmp_path):
     """configs/dqn_data_parallel.py: each rank collects into its own shard from its own CartPoles
     and the gradients are averaged, so both ranks end with identical Q-networks (without the

@@ -3,7 +3,7 @@
 Each test names the case of TF-Agents' ``tf_uniform_replay_buffer_test.py`` (against
 ``TrajectoryReplayBuffer``) or ``py_replay_buffers_test.py`` (against
 ``PyUniformReplayBuffer``) it mirrors, and expects the values that case expects. Where the
-face differs on purpose (the README's "Differences from TF-Agents"), the test holds our
+face differs on purpose ("Differences" in docs/migrating/tf-agents.md), the test holds our
 behaviour and says why. Then the deterministic pass's rules beyond TF-Agents' tests (short
 windows, ``dataset_drop_remainder``, ``dataset_window_shift``, wraparound) and the item ids.
 """

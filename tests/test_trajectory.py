@@ -367,6 +367,7 @@ def test_a_trajectory_buffer_past_two_to_the_30_items_is_refused():
     ((TensorSpec([2], ms.float32, " obs"), TensorSpec([], ms.int32, "act")), ["items_0", "items_1"]),
     ((TensorSpec([2], ms.float32, "obs"), TensorSpec([], ms.int32, "act")), ["obs", "act"]),
 ])
+@pytest.mark.slow
 def test_any_data_spec_gets_column_names_and_round_trips(spec, names, tmp_path):
     for buffer in (TrajectoryReplayBuffer(spec, batch_size=2, max_length=4), PyUniformReplayBuffer(spec, 8)):
         leaves = optree.tree_leaves(spec, none_is_leaf=True)

@@ -139,7 +139,8 @@ def test_environments_never_mix_and_each_keeps_its_own_episodes():
     assert_transitions_match(model, items, info.ids, info.probabilities)
 
 
-@pytest.mark.parametrize("num_envs, stack_size, n_step", [(1, 1, 1), (2, 3, 2), (3, 5, 4)])
+@pytest.mark.parametrize("num_envs, stack_size, n_step",
+                         [(1, 1, 1), pytest.param(2, 3, 2, marks=pytest.mark.slow), (3, 5, 4)])
 def test_direct_calls_match_the_model_through_wraparound_overflow_and_reset(num_envs, stack_size, n_step):
     ms.set_seed(3)
     rb = make(num_envs, stack_size, n_step, max_length=stack_size + n_step + 4, sample_size=48)
@@ -183,6 +184,7 @@ def pooled(config):
 @SETTINGS
 @given(config=st.sampled_from(POOL), seed=st.integers(0, 2**16), end=st.sampled_from([0.0, 0.1, 0.3, 0.6]),
        batches=st.lists(st.sampled_from([1, 2, 3, 13]), min_size=1, max_size=8))
+@pytest.mark.slow
 def test_every_sampled_field_matches_the_model(config, seed, end, batches):
     """Random episode lengths, terminations and truncations, 1-3 environments, stack_size and
     n_step 1..5, batches up to longer than the ring: every sampled field equals the model's."""
@@ -405,6 +407,7 @@ def test_the_writer_stores_what_direct_inserts_store_and_checks_final_rows_befor
     assert int(staged.size()) == 2 * 12 and bool(staged.full())
 
 
+@pytest.mark.slow
 def test_batches_of_many_sizes_store_what_one_step_at_a_time_stores():
     """Past 8 sizes a batch goes in as power-of-two pieces (at most log2(n) + 1 more graphs)."""
     pieces, steps_alone = make(num_envs=2, stack_size=2, n_step=2), make(num_envs=2, stack_size=2, n_step=2)

@@ -48,6 +48,7 @@ def draw_slots_of(batch_size, capacity=CAPACITY):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_draw_slots_while_filling_give_the_next_slots_in_order(path):
+    ms.set_seed(1)  # the draws for items past the capacity are then the same on every run
     for seen, batch_size in [(0, 1), (0, 5), (3, 4), (0, CAPACITY)]:  # the last two fill exactly
         slots, accepted = on_path(path, draw_slots_of(batch_size))(Tensor(seen, I64))
         assert slots.dtype == ms.int32 and accepted.dtype == ms.bool_

@@ -293,6 +293,7 @@ def test_sample_indices_with_replacement_are_uniform_over_the_stored_items(order
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("ordered", [False, True], ids=["unordered", "ordered"])
+@pytest.mark.slow
 def test_sample_indices_without_replacement_draw_every_subset_alike(ordered, path):
     ms.set_seed(12)
     run = on_path(path, _sample_indices)

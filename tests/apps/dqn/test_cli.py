@@ -38,6 +38,7 @@ def test_a_budget_that_is_not_positive_is_refused_and_writes_nothing(tmp_path, c
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_an_earlier_run_is_never_overwritten_without_being_asked(tmp_path, capsys):
     assert _train(tmp_path / "run", "--max-steps", "64") == 0
     before = _contents(tmp_path / "run")
@@ -167,6 +168,7 @@ def _saved_entries(path):
     return ({"name": name, "data": parameter} for name, parameter in ms.load_checkpoint(str(path)).items())
 
 
+@pytest.mark.slow
 def test_evaluate_plays_a_safetensors_q_network_as_its_ckpt(tmp_path, capsys):
     save_q_network(QNetwork(4, 2, (16, 8)), tmp_path / "q.ckpt")
     ms.save_checkpoint(list(_saved_entries(tmp_path / "q.ckpt")), str(tmp_path / "q.safetensors"),
@@ -391,6 +393,7 @@ def test_evaluate_never_overwrites_an_existing_file_with_frames_unless_asked(tmp
     assert curve.read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.slow
 def test_a_failed_write_of_the_outputs_is_an_error_naming_the_path(tmp_path, capsys, monkeypatch):
     from mindspore_rl_buffer.apps.dqn import play, trainer
 
@@ -527,6 +530,7 @@ def test_a_config_budget_that_is_not_a_multiple_is_named_in_the_note(tmp_path, c
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.slow
 def test_a_run_written_meanwhile_into_the_same_folder_is_kept_and_this_run_keeps_its_own_names(
         tmp_path, capsys, monkeypatch, overwrite):
     from mindspore_rl_buffer.apps.dqn import trainer

@@ -40,6 +40,7 @@ def _type_by_name(config: dict) -> dict:
 @pytest.mark.parametrize(("form", "buffer_kind"), [(_nested, "device"), (_nested, "numpy"),
                                                    (_type_by_name, "device")],
                          ids=["nested_params_device", "nested_params_numpy", "type_by_name_device"])
+@pytest.mark.slow
 def test_other_forms_of_the_buffer_entry_build_the_agent_and_train(form, buffer_kind):
     config = form(small_config(max_steps=300))
     before = copy.deepcopy(config)
@@ -123,6 +124,7 @@ def test_the_yaml_config_is_the_python_config():
     assert _normalized(load_config(YAML)) == _normalized(load_config(CONFIG))
 
 
+@pytest.mark.slow
 def test_the_yaml_and_python_configs_train_the_same_agent(tmp_path):
     """The same shrink applied to both files; the same seed; the checkpoints must be identical."""
     weights = []
@@ -328,6 +330,7 @@ def test_hidden_layers_with_more_weights_than_one_widest_layer_are_refused():
         check_config(config)
 
 
+@pytest.mark.slow
 def test_sampling_without_replacement_needs_the_batch_stored_when_learning_starts():
     config = small_config(learning_starts=61)  # 4 environments: 64 transitions stored at the first learn step
     config["replay_buffer"]["replace"] = False

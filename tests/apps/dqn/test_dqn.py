@@ -63,6 +63,7 @@ def test_config_other_environment_or_columns_are_refused():
         dqn.check_config(config)
 
 
+@pytest.mark.slow
 def test_collect_graph_stores_the_transitions_the_environment_produced():
     """75 collect steps of 4 envs (300 transitions) into a 256-slot buffer.
 
@@ -99,6 +100,7 @@ def test_collect_graph_stores_the_transitions_the_environment_produced():
 
 
 @pytest.mark.parametrize("buffer_kind", ["device", "numpy"])
+@pytest.mark.slow
 def test_learn_graph_syncs_the_target_network_every_period(buffer_kind):
     config = small_config()
     config["learner"]["target_sync_period"] = 5
@@ -117,6 +119,7 @@ def test_learn_graph_syncs_the_target_network_every_period(buffer_kind):
 
 
 @pytest.mark.parametrize("buffer_kind", ["device", "numpy"])
+@pytest.mark.slow
 def test_short_training_run_decreases_the_loss(buffer_kind):
     """600 environment steps, 500 learn steps against a fixed target network.
 
@@ -132,6 +135,7 @@ def test_short_training_run_decreases_the_loss(buffer_kind):
     assert len(result.eval_history) == 1 and result.eval_history[0][0] == 600
 
 
+@pytest.mark.slow
 def test_gymnasium_env_inserts_through_direct_calls():
     """The host-env variant: gymnasium steps go into the device buffer by direct insert calls."""
     config = small_config(max_steps=200)
@@ -149,6 +153,7 @@ def test_gymnasium_env_inserts_through_direct_calls():
     np.testing.assert_array_equal(terminated[:, 0], reference_terminated)
 
 
+@pytest.mark.slow
 def test_cli_train_writes_curve_and_checkpoint(tmp_path, capsys):
     status = cli.main(["train", "--config", str(CONFIG), "--out", str(tmp_path / "run"), "--max-steps", "64",
                        "--no-progress"])
@@ -174,6 +179,7 @@ def test_cli_missing_config_is_a_clear_error(tmp_path, capsys):
 
 @pytest.mark.parametrize(("flags", "config"), [([], "dqn_nstep.py"), (["--buffer", "numpy"], "dqn.py"),
                                                (["--env", "gymnasium"], "dqn.py")], ids=["device", "numpy", "gym"])
+@pytest.mark.slow
 def test_cli_default_config_falls_back_to_the_installed_copy(tmp_path, monkeypatch, capsys, flags, config):
     # Without --config: the n-step config (the fastest held solve), or the one-step one for the
     # host variants, which cannot run it; from a folder without configs/, the installed copies.

@@ -41,6 +41,7 @@ def test_cli_without_tqdm_runs_with_no_progress(monkeypatch, capsys, tmp_path):
     assert (tmp_path / "run" / "learning_curve.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_train_needs_neither_without_a_bar_or_an_output_folder(monkeypatch):
     _without(monkeypatch, "tqdm", "matplotlib")
     result = train(small_config(max_steps=120), seed=0, progress=False)

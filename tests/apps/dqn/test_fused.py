@@ -27,6 +27,7 @@ def same_networks(agent) -> bool:
     return all(np.array_equal(online.asnumpy(), target.asnumpy()) for online, target in pairs)
 
 
+@pytest.mark.slow
 def test_one_launch_stores_what_gymnasium_would_and_draws_afresh_every_iteration():
     """75 iterations of 4 environments (300 transitions) in one launch, into a 256-slot buffer.
 
@@ -74,6 +75,7 @@ def test_the_loop_counts_learn_steps_and_syncs_the_target_on_the_period():
 
 
 @pytest.mark.parametrize("loop", ["fused", "host"])
+@pytest.mark.slow
 def test_short_training_run_decreases_the_loss(loop):
     """600 environment steps, 500 learn steps against a fixed target network (see test_dqn.py)."""
     result = dqn.train(small_config(), seed=0, progress=False, loop=loop)
@@ -83,6 +85,7 @@ def test_short_training_run_decreases_the_loss(loop):
     assert losses[-2:].mean() < 0.05 * losses[:2].mean(), losses
 
 
+@pytest.mark.slow
 def test_both_loops_train_the_same_agent_and_log_and_evaluate_at_the_same_steps():
     config = small_config(max_steps=400, eval_starts=160, eval_interval=100, log_interval=7)
     results = {loop: dqn.train(config, seed=1, progress=False, loop=loop) for loop in ("fused", "host")}
@@ -109,6 +112,7 @@ def test_the_host_loop_is_the_only_one_for_host_buffers_and_environments():
     assert agent.buffer.size() == 12
 
 
+@pytest.mark.slow
 def test_a_fused_run_logs_no_side_effect_or_app_deprecation_warnings(tmp_path):
     """MindSpore logs to stderr from C++; a whole fused run (collect, learn, evaluate graphs) in a subprocess."""
     config = small_config(max_steps=160, learning_starts=80, eval_starts=0, eval_interval=80, eval_episodes=4)

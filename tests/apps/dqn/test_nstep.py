@@ -101,6 +101,7 @@ def test_a_collect_s_sample_larger_than_memory_is_refused_before_anything_is_bui
     check_config(config)
 
 
+@pytest.mark.slow
 def test_the_smallest_warm_up_the_check_allows_finds_a_valid_start():
     """learning_starts 21 (6 steps of 4 environments: 2 interior rows) learns from its first iteration on."""
     result = train(nstep_config(learning_starts=21, max_steps=48), seed=0, progress=False)
@@ -133,7 +134,7 @@ def _record(agent, iterations: int) -> list[np.ndarray]:
 
 
 def _expected_sample(rows: list[np.ndarray], start: int, env: int, n_step: int) -> tuple:
-    """The n-step transition of row ``start`` of environment ``env``, from the definitions (README)."""
+    """The n-step transition of row ``start`` of environment ``env``, from the definitions (docs/guides/transition.md)."""
     observation, action, reward, terminated, truncated = rows
     total, step = 0.0, 0
     while step < n_step:
@@ -146,6 +147,7 @@ def _expected_sample(rows: list[np.ndarray], start: int, env: int, n_step: int) 
     return observation[start, env], action[start, env], total, observation[start + step, env], GAMMA ** step
 
 
+@pytest.mark.slow
 def test_the_collect_graph_inserts_next_step_autoreset_rows():
     """75 collect steps of 4 environments: the rows follow gymnasium's next-step autoreset protocol,
     each observation is gymnasium's step from the row before, and the buffer holds exactly these rows."""
@@ -174,6 +176,7 @@ def test_the_collect_graph_inserts_next_step_autoreset_rows():
     assert (got[4] == 0).any() and np.isclose(got[4], GAMMA ** 3).any()  # terminations within a window, and none
 
 
+@pytest.mark.slow
 def test_the_learn_steps_of_a_collect_step_split_one_sample_into_whole_transitions():
     """``LearnStep(steps=3)`` on the transition buffer: 3 batches of ``sample_size``, each of valid n-step
     transitions as the definitions give them, in the layout ``Update`` takes; the loss is their sum."""
@@ -201,6 +204,7 @@ def test_the_learn_steps_of_a_collect_step_split_one_sample_into_whole_transitio
         LearnStep(agent.buffer, recorder, steps=0)
 
 
+@pytest.mark.slow
 def test_both_loops_train_the_same_agent_on_three_step_returns():
     config = nstep_config(learn_steps_per_collect=2, max_steps=400, eval_starts=160, eval_interval=100,
                           log_interval=7)
@@ -224,6 +228,7 @@ def _forward(q_net, observation: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("loop", ["fused", "host"])
+@pytest.mark.slow
 def test_a_short_run_learns_with_the_sampled_discount_as_the_target_says(loop):
     """600 steps on each loop; then the loss of a sampled batch is the Huber loss of
     ``reward + discount * Q_target(next, argmax Q(next))``, computed here in numpy (no extra gamma,
@@ -259,6 +264,7 @@ def test_a_short_run_learns_with_the_sampled_discount_as_the_target_says(loop):
         assert abs(got - huber(wrong)) > 1e-4 * got
 
 
+@pytest.mark.slow
 def test_the_loss_falls_on_a_fixed_target_with_three_step_returns():
     """Regression on a fixed target network: the loss must come well down within 600 steps (seeded)."""
     ms.set_seed(0)
@@ -267,6 +273,7 @@ def test_the_loss_falls_on_a_fixed_target_with_three_step_returns():
     assert losses[-2:].mean() < 0.2 * losses[:2].mean(), losses
 
 
+@pytest.mark.slow
 def test_train_checkpoint_and_evaluate_from_the_command_line(tmp_path, capsys):
     config = tmp_path / "nstep_small.py"
     config.write_text("import copy\n"
