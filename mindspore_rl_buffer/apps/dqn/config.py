@@ -1,6 +1,6 @@
 """The DQN trainer's config checks: every section and setting it reads, the environment, the buffer's columns.
 
-:func:`check_config` runs before anything is built and names everything missing at once, so
+:func:`check_config` runs before any network is built and names everything missing at once, so
 a config with only a ``replay_buffer`` entry, or a YAML file that copies the ``.py`` layout
 (a top-level ``algorithm_config:`` key), gets one clear error instead of a ``KeyError`` from
 deep in the trainer. :func:`setting` reads a checked setting or its default.
@@ -31,7 +31,7 @@ from mindspore_rl_buffer._errors import did_you_mean, shown
 from mindspore_rl_buffer._validation import SEED_END, check_size
 from mindspore_rl_buffer.apps.dqn.cartpole import MAX_EPISODE_STEPS, NUM_ACTIONS, OBSERVATION_SIZE
 from mindspore_rl_buffer.apps.dqn.schedule import MAX_STEPS, first_learning
-from mindspore_rl_buffer.config import buffer_arguments
+from mindspore_rl_buffer.config import buffer_arguments, create_buffer
 from mindspore_rl_buffer.config_yaml import yaml_number_spelling
 from mindspore_rl_buffer.specs import TensorSpec, check_batch_bytes
 
@@ -282,6 +282,15 @@ def _check_first_sample(config: Mapping[str, Any], sample_size: int) -> None:
                          f"got {sample_size}: raise 'learning_starts' to at least {sample_size}.")
 
 
+def _check_buildable(entry: Mapping[str, Any]) -> None:
+    """The buffer's constructor accepts the entry: it is built here (its columns' memory is
+    allocated only when first written), so every rule of the constructor applies, by its own code."""
+    try:
+        create_buffer(entry)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"For 'train', the replay buffer cannot be built from its entry: {error}") from None
+
+
 def check_config(config: Mapping[str, Any]) -> BufferEntry:
     """Check what the DQN trainer relies on: its sections and settings, the environment, the buffer's columns.
 
@@ -304,7 +313,9 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
             10**9, as ``--max-steps``; NaN never), an
             environment other than CartPole-v1, a buffer entry the library's loader refuses,
             a ``sample_size`` above the buffer's ``capacity``,
-            ``number`` other than 1, a ``PriorityReplayBuffer`` (its ``sample`` returns weights
+            an entry the buffer's constructor refuses (the buffer is built to check it: a
+            ``capacity`` that is not a multiple of ``num_envs``, a reserved or taken column
+            name), ``number`` other than 1, a ``PriorityReplayBuffer`` (its ``sample`` returns weights
             and slots too), or buffer columns other than (state, action, reward, next_state,
             terminated); for a ``TransitionReplayBuffer``, columns other than (observation,
             action, reward, terminated, truncated), a ``num_envs`` or ``gamma`` other than
@@ -361,8 +372,10 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
     if issubclass(buffer_type, TransitionReplayBuffer):
         _check_columns(shapes, arguments["data_type"], STEP_SHAPES, STEP_TYPES, STEP_COLUMNS)
         n_step = _check_transitions(config, buffer_type, arguments)
+        _check_buildable(config["replay_buffer"])
         return BufferEntry(buffer_type, arguments["capacity"], arguments["sample_size"], n_step)
     _check_columns(shapes, arguments["data_type"], COLUMN_SHAPES, COLUMN_TYPES, COLUMNS)
+    _check_buildable(config["replay_buffer"])
     return BufferEntry(buffer_type, arguments["capacity"], arguments["sample_size"], replace=replace is not False)
 
 

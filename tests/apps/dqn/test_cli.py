@@ -629,3 +629,39 @@ def test_a_checkpoint_with_a_nan_weight_is_refused_naming_it(tmp_path, capsys):
     assert cli.main(["evaluate", "--checkpoint", str(tmp_path / "q.ckpt")]) == 2
     assert (f"the checkpoint '{tmp_path / 'q.ckpt'}' must hold finite weights, but its 'layers.2.weight' holds 1 NaN "
             f"and 1 infinite values") in capsys.readouterr().err
+
+
+def _nstep_json() -> dict:
+    from mindspore_rl_buffer.configs.dqn_nstep import algorithm_config
+
+    config = json.loads(json.dumps(load_config(ROOT / "configs" / "dqn.yaml")))
+    entry = dict(algorithm_config["replay_buffer"], type="TransitionReplayBuffer",
+                 data_type=["float32", "int32", "float32", "uint8", "uint8"])
+    entry["data_shape"] = [list(shape) for shape in entry["data_shape"]]
+    config["replay_buffer"] = entry
+    return config
+
+
+@pytest.mark.parametrize(("nstep", "key", "value", "message"), [
+    (True, "capacity", 1004, "For 'TransitionReplayBuffer', 'capacity' (1004) must be a multiple of 'num_envs' (8)"),
+    (False, "names", ["head", "action", "reward", "next_state", "terminated"], "'head'"),
+    (False, "names", ["training", "action", "reward", "next_state", "terminated"], "'training'"),
+    (True, "names", ["ranks", "action", "reward", "terminated", "truncated"], "'ranks'"),
+])
+def test_an_entry_the_buffer_s_constructor_refuses_is_a_usage_error_before_anything_is_built(
+        tmp_path, capsys, monkeypatch, nstep, key, value, message):
+    from mindspore_rl_buffer.apps.dqn import agent
+
+    def must_not_build(*args, **kwargs):
+        raise AssertionError("a network was built before the buffer entry was checked")
+
+    monkeypatch.setattr(agent, "QNetwork", must_not_build)
+    config = _nstep_json() if nstep else json.loads(json.dumps(load_config(ROOT / "configs" / "dqn.yaml")))
+    config["replay_buffer"][key] = value
+    (tmp_path / "bad.json").write_text(json.dumps(config))
+    assert cli.main(["train", "--config", str(tmp_path / "bad.json"), "--out", str(tmp_path / "run"),
+                     "--no-progress", "--max-steps", "64"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: For 'train', the replay buffer cannot be built from its entry: ")
+    assert message in error and "Traceback" not in error
+    assert not (tmp_path / "run").exists()
