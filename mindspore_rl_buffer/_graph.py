@@ -141,16 +141,25 @@ def insert_plan(buffer: Any, tensors: Sequence[Any], batch_size: int) -> Launch 
 
 
 def destroy(buffer: Any) -> None:
-    """Empty ``buffer``, release its direct-call graphs, and refuse every later direct call.
+    """Empty ``buffer``, release its direct-call graphs (and those of the buffers it holds, such as
+    its ``storage``), and refuse every later direct call.
 
     MindSpore Reinforcement's ``destroy()`` freed a native buffer; here the device memory of
     the columns is returned when the buffer and the graphs compiled with it are collected.
     """
     with DIRECT_CALLS:
         buffer.reset()
-        buffer.__dict__.pop("_direct_twins", None)
-        buffer.__dict__.pop("_insert_sizes", None)
-        buffer.__dict__["_destroyed"] = True
+        for cell in (buffer, *buffer.cells()):
+            cell.__dict__.pop("_direct_twins", None)
+            cell.__dict__.pop("_insert_sizes", None)
+            cell.__dict__["_destroyed"] = True
+
+
+def refuse_destroyed(op: str, buffer: Any) -> None:
+    """Raise the ``RuntimeError`` of a direct call (``save`` and ``load`` included) on a destroyed buffer."""
+    if getattr(buffer, "__dict__", {}).get("_destroyed"):
+        raise RuntimeError(f"For '{op}', the buffer was destroyed: destroy() emptied it and released its "
+                           f"compiled graphs; build a new buffer.")
 
 
 def discard(_: Any) -> None:
@@ -222,7 +231,8 @@ _TWIN_NUMBERS = itertools.count()
 class _TwinCell(nn.Cell):
     """A direct call's graph as a Cell, for buffers whose graphs hold collectives (``_collective_twins``):
     with ``AllGather`` inside, a ``jit`` function launched in 16-35 ms a call here, the same graph as a
-    Cell in about 2 ms (``python -m benchmarks.sharded_sample`` under msrun). ``auto_prefix=False`` leaves the buffer's Parameter names alone."""
+    Cell in about 2 ms (``python -m benchmarks.sharded_sample`` under msrun). ``auto_prefix=False``
+    leaves the buffer's Parameter names alone."""
 
     def __init__(self, buffer: Any, body: Callable[..., Any], spans: tuple[Any, ...]) -> None:
         super().__init__(auto_prefix=False)
@@ -328,9 +338,7 @@ def buffer_method(host: Callable[..., Any] | None = None, *, returns_self: bool 
                 return body(self, *args, check=True, **kwargs)
             if called_by_graph_fallback():
                 raise TypeError(_errors.FALLBACK_CALL.format(method=body.__name__.lstrip("_")))
-            if self.__dict__.get("_destroyed"):
-                raise RuntimeError(f"For '{body.__name__.lstrip('_')}', the buffer was destroyed: destroy() "
-                                   f"emptied it and released its compiled graphs; build a new buffer.")
+            refuse_destroyed(body.__name__.lstrip("_"), self)
             with DIRECT_CALLS:
                 plan = _plan(body, host, self, args, kwargs)
                 if not isinstance(plan, Launch):

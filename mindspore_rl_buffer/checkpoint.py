@@ -42,8 +42,8 @@ import numpy as np
 import xxhash
 from mindspore import nn
 
-from mindspore_rl_buffer._graph import DIRECT_CALLS
-from mindspore_rl_buffer.checkpoint_files import read_tensors
+from mindspore_rl_buffer._graph import DIRECT_CALLS, refuse_destroyed
+from mindspore_rl_buffer.checkpoint_files import read_tensors, refuse_missing_beside_shards, same_setting, unprefixed
 from mindspore_rl_buffer.files import FORMATS, check_regular_file
 from mindspore_rl_buffer.specs import TensorSpec, mindspore_dtype
 
@@ -146,6 +146,7 @@ def _buffers(net: Any) -> dict[str, Checkpointable]:
 
 
 def _state(op: str, net: Any) -> dict[str, Any]:
+    refuse_destroyed(op, net)
     if isinstance(net, nn.Cell):
         return dict(net.parameters_and_names())
     if isinstance(net, Checkpointable):
@@ -228,6 +229,8 @@ def read_checkpoint(op: str, path: str | os.PathLike, wanted: Callable[[str], bo
             or its record is unreadable.
     """
     path, file_format = _path(op, path)
+    if not os.path.lexists(path):
+        refuse_missing_beside_shards(op, path)
     check_regular_file(op, "checkpoint", path)
     keep = (lambda name: True) if wanted is None else (lambda name: name == RECORD or wanted(name))
     return _upgrade(op, path, read_tensors(op, path, file_format, keep))
@@ -316,7 +319,7 @@ def _record_problems(path: Path, name: str, ours: dict[str, Any], theirs: dict[s
             if key not in theirs["settings"]:
                 problems.append(f"the {key}{of} in '{path}' must be {ours['settings'][key]!r} to match this buffer, "
                                 f"but the record of '{name}' has no {key}")
-            elif theirs["settings"][key] != ours["settings"][key]:
+            elif not same_setting(ours["settings"][key], theirs["settings"][key]):
                 problems.append(f"the {key}{of} in '{path}' must be {ours['settings'][key]!r} to match this "
                                 f"buffer, but got {theirs['settings'][key]!r}")
     return problems
@@ -355,7 +358,9 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
     buffers = _buffers(net)
     # Only the tensors of net (and of a sharded buffer's first format) are read: any others cost nothing.
     loaded, records, checksums = read_checkpoint(op, path, lambda name: name in state or name in _SHARDED_1
-                                                 or name.startswith("column/"))
+                                                 or name.startswith("column/")
+                                                 or any(name.endswith(f".{own}") for own in state))
+    loaded = unprefixed(loaded, state)
     path = Path(path)
     names = {id(tensor): name for name, tensor in state.items()}
 

@@ -16,7 +16,7 @@ import gc
 import itertools
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,8 @@ import mindspore as ms
 import numpy as np
 from google.protobuf.message import DecodeError
 from mindspore.train.checkpoint_pb2 import Checkpoint
+
+from mindspore_rl_buffer.files import saved_world_sizes, shard_path
 
 # The numpy dtype of each tensor type MindSpore writes; bfloat16 is read through its 16 bits.
 _NUMPY = {"Int8": np.int8, "UInt8": np.uint8, "Int16": np.int16, "UInt16": np.uint16, "Int32": np.int32,
@@ -116,3 +118,34 @@ def _tensor(tag: str, slices: list[Any]) -> ms.Tensor:
     if kind == "BFloat16":  # its bits are a float32's upper half; viewed flat (a 0-d array cannot be)
         return ms.Tensor((array.astype(np.uint32) << 16).view(np.float32).reshape(dims), ms.bfloat16)
     return ms.Tensor(array.reshape(dims))  # a copy: the file's bytes are freed
+
+
+def refuse_missing_beside_shards(op: str, path: Path) -> None:
+    """Name the sharded buffer's file that lies beside the missing ``path``, if one does."""
+    sizes = sorted(saved_world_sizes(path))
+    if sizes:
+        beside = shard_path(path, 0, sizes[0])
+        raise FileNotFoundError(f"For '{op}', no checkpoint file at '{path}', but '{beside}' lies beside it: "
+                                f"a ShardedReplayBuffer's file of rank 0 of {sizes[0]}. Load it with that "
+                                f"buffer's load('{path}') on every rank, or give the rank file's own path.")
+
+
+def same_setting(ours: Any, theirs: Any) -> bool:
+    """Whether two values of a binding setting agree; floats as the graphs use them, in float32."""
+    if isinstance(ours, float) and isinstance(theirs, (int, float)) and not isinstance(theirs, bool):
+        return bool(np.float32(ours) == np.float32(theirs))
+    return theirs == ours
+
+
+def unprefixed(loaded: dict[str, Any], state: Mapping[str, Any]) -> dict[str, Any]:
+    """``loaded`` by the names of ``state``: a file whose names all carry one common prefix
+    (``buffer.column_0``: ``mindspore.save_checkpoint`` of a buffer a network holds) is read
+    without it. Other files are returned as they are."""
+    if all(name in loaded for name in state):
+        return loaded
+    prefixes = {key[: -len(name)] for key in loaded for name in state
+                if key.endswith(name) and key[: -len(name)].endswith(".")}
+    found = [prefix for prefix in prefixes if all(prefix + name in loaded for name in state)]
+    if len(found) != 1:
+        return loaded
+    return {name: loaded[found[0] + name] for name in state}

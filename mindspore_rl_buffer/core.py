@@ -75,13 +75,17 @@ def given_columns(columns: tuple[Any, ...], exp: Any) -> tuple[Any, ...]:
     return (exp,)
 
 
-def _host_insert(self: RingBuffer, *columns: Any, exp: Any = None) -> Launch | None:
+def host_insert(self: RingBuffer, *columns: Any, exp: Any = None) -> Launch | None:
+    """The host check of ``insert(*columns, exp=...)`` of a ring-backed buffer: the columns, then
+    ``self.check_rows`` (a buffer's rule on the rows' values), then the launch plan."""
     transition = transition_of("insert", self.names, given_columns(columns, exp))
     if not isinstance(transition, (list, tuple)):
         raise TypeError(f"For 'insert', 'transition' must be a list or tuple of tensors, one per column, or one "
                         f"tensor per column as separate arguments ({len(self.names)}: {self.names}), but got "
                         f"one {type(transition).__name__}.")
     tensors, batch_size = check_transition("insert", self.names, self.shapes, self.dtypes, transition)
+    if batch_size:
+        self.check_rows("insert", tensors)
     return insert_plan(self, tensors, batch_size)
 
 
@@ -180,7 +184,7 @@ class RingBuffer(BufferCell, Checkpointable):
         return tuple(spec.dtype for spec in self._specs)
 
     # ------------------------------------------------------------------------- insert
-    @buffer_method(_host_insert, returns_self=True)
+    @buffer_method(host_insert, returns_self=True)
     def insert(self, *columns, exp=None, check=True):
         """Append one transition or a batch of them; the oldest are overwritten once full.
 
@@ -219,6 +223,9 @@ class RingBuffer(BufferCell, Checkpointable):
         # `single` is a compile-time constant: only one branch reaches the graph.
         batch = [ops.expand_dims(x, 0) for x in transition] if single else transition
         return self._write(self.encode(batch))
+
+    def check_rows(self, op: str, tensors: Sequence[Any]) -> None:
+        """Host hook of a direct insert: refuse rows of valid shapes and dtypes that break a rule of the buffer."""
 
     def push(self, *columns, exp=None):
         """:meth:`insert`, under the name MindSpore Reinforcement 0.6 gave it (``push(state, action)``)."""

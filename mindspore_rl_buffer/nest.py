@@ -92,6 +92,10 @@ class FlatSpec:
         if None in outer:
             outer = tuple(tensors[0].shape[j] if size is None and len(tensors[0].shape) > j else size
                           for j, size in enumerate(outer))
+        if None in outer:  # the first leaf lacks the batch dimension: say so in words
+            dims = [*("n" if size is None else str(size) for size in outer), *map(str, self.specs[0].shape)]
+            expected = f"({', '.join(dims)}{',' if len(dims) == 1 else ''}), with a leading batch dimension n"
+            raise _errors.leaf_error(op, self.describe(0), "shape", expected, tuple(tensors[0].shape))
         check_leaves(op, self.descriptions(), self.shapes(outer), self.dtypes(),
                      [t.shape for t in tensors], [t.dtype for t in tensors])
         return tensors

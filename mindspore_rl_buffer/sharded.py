@@ -16,7 +16,7 @@ from typing import Any
 import mindspore as ms
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destroy, insert_plan
+from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destroy, insert_plan, refuse_destroyed
 from mindspore_rl_buffer._validation import (
     check_bool,
     check_capacity,
@@ -358,7 +358,6 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
     def destroy(self) -> None:
         """As :meth:`ReplayBuffer.destroy`, for this rank's shard."""
         destroy(self)
-        self.storage.destroy()
 
     def save(self, path: str | os.PathLike) -> str:
         """Write this rank's shard to its own file, ``<path>.rank<r>-of-<n>.safetensors`` (or ``.ckpt``,
@@ -386,17 +385,24 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         The Parameters are restored in place, so graphs that already use the buffer (a
         user's compiled ``construct`` included) see the restored state.
 
+        With one rank, a file that plain ``mindspore.save_checkpoint(buffer, path)`` wrote at
+        ``path`` itself loads too, when no rank file lies beside it.
+
         Args:
             path (Union[str, os.PathLike]): The name given to :meth:`save`.
 
         Raises:
+            RuntimeError: If the buffer was destroyed.
             ValueError: If the checkpoint was saved by a job of another world size, or its
                 rank, capacities or columns differ from this buffer's, or its cursors break
                 the contract; nothing is changed.
             FileNotFoundError: If there is no checkpoint for this rank at all.
         """
         op = "load"
+        refuse_destroyed(op, self)
         file = shard_path(path, self._rank, self._world_size)
+        if not os.path.isfile(file) and self._world_size == 1 and os.path.isfile(path):
+            file = path  # one rank's whole buffer, as mindspore.save_checkpoint writes it
         if not os.path.isfile(file):
             saved = sorted(saved_world_sizes(path) - {self._world_size})
             if saved:

@@ -23,7 +23,7 @@ from mindspore import Parameter, Tensor, ops
 from mindspore.common.initializer import initializer
 
 from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, insert_plan, plain_in_graph
+from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, plain_in_graph
 from mindspore_rl_buffer._validation import (
     check_batch_graph,
     check_capacity,
@@ -34,11 +34,11 @@ from mindspore_rl_buffer._validation import (
     check_ring_length,
     check_seed,
     check_size,
-    check_transition,
+    transition_of,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
 from mindspore_rl_buffer.contracts import episode_contract, held_int, ring_contract, start_slots, start_table_contract
-from mindspore_rl_buffer.core import RingBuffer, reserved_names, taken_names
+from mindspore_rl_buffer.core import RingBuffer, given_columns, host_insert, reserved_names, taken_names
 from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
 from mindspore_rl_buffer.ops._common import as_read, as_stored, guarded, owned_seed
@@ -54,15 +54,6 @@ from mindspore_rl_buffer.specs import (
 )
 from mindspore_rl_buffer.tf_agents import BufferInfo
 from mindspore_rl_buffer.writer import TransitionWriter
-
-
-def _host_insert(self: TransitionReplayBuffer, transition: Any) -> Launch | None:
-    tensors, batch_size = check_transition("insert", self.names, self.shapes, self.dtypes, transition)
-    if not batch_size:
-        return None
-    flags = [tensor.asnumpy().reshape(-1, self.num_envs) for tensor in tensors[3:5]]
-    check_final_rows("insert", self.last_ended.asnumpy(), *flags)
-    return insert_plan(self, tensors, batch_size)
 
 
 def _host_sample(self: TransitionReplayBuffer, batch_size: Any = None, with_info: bool = False) -> Launch:
@@ -230,18 +221,20 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         return tuple(spec.dtype for spec in self._specs)
 
     # ------------------------------------------------------------------------- insert
-    @buffer_method(_host_insert, returns_self=True)
-    def insert(self, transition, *, check=True):
+    @buffer_method(host_insert, returns_self=True)
+    def insert(self, *columns, exp=None, check=True):
         """Append one time step of every environment, or a batch of steps; the oldest are overwritten once full.
 
-        Inside a ``construct`` write ``_ = self.buffer.insert(...)`` (see
-        :meth:`ReplayBuffer.insert <mindspore_rl_buffer.ReplayBuffer.insert>`).
+        Takes the forms :meth:`ReplayBuffer.insert <mindspore_rl_buffer.ReplayBuffer.insert>` takes (:meth:`push`
+        is the same method); inside a ``construct`` write ``_ = self.buffer.insert(...)``, as there.
 
         Args:
-            transition (Union[list[Tensor], tuple[Tensor]]): ``[observation, action, reward,
+            columns (Union[list[Tensor], tuple[Tensor], Tensor]): ``[observation, action, reward,
                 terminated, truncated, *extras]``, each of shape ``(num_envs, *shape)`` for one
                 step or ``(n, num_envs, *shape)`` for ``n`` steps, oldest first. The row after a
                 step that ended an episode carries its final observation and flags 0.
+            exp (Union[list[Tensor], tuple[Tensor]]): The same list, under MindSpore
+                Reinforcement's name; give the columns one way only. Default: ``None``.
 
         Returns:
             None when called directly; the buffer itself inside a graph.
@@ -252,6 +245,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
                 row carries a flag (direct calls; inside a graph the run fails with
                 ``RuntimeError: assert failed`` and writes nothing); the buffer is left unchanged.
         """
+        transition = transition_of("insert", self.names, given_columns(columns, exp))
         batch_size, single = check_batch_graph("insert", self.names, self.shapes, self.dtypes, len(transition),
                                                [x.shape for x in transition], [x.dtype for x in transition])
         if batch_size == 0:
@@ -269,6 +263,14 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         ops.assign(self.last_ended, last_ended)
         ops.assign(self.finals, finals)
         return storage.count
+
+    push = RingBuffer.push
+    destroy = RingBuffer.destroy
+
+    def check_rows(self, op: str, tensors: Sequence[Any]) -> None:
+        """A direct insert's final rows carry no flag (``RingBuffer.check_rows``)."""
+        flags = (x.asnumpy().reshape(-1, self._num_envs) for x in tensors[3:5])
+        check_final_rows(op, self.last_ended.asnumpy(), *flags)
 
     def writer(self, batch_size: int = 32) -> TransitionWriter:
         """A :class:`TransitionWriter` that stages time steps on the host and inserts ``batch_size``
@@ -390,7 +392,8 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         head, count = int(read(storage.head)), int(read(storage.count))
         if ring_contract(head, count, self._max_length):
             return []
-        ended, ranks = self._ended(read), np.asarray(read(self.ranks))
+        terminated, truncated = (np.asarray(read(column)) for column in storage.columns[2:4])
+        ended, ranks = (terminated != 0) | (truncated != 0), np.asarray(read(self.ranks))
         problems = episode_contract(head, count, np.asarray(read(self.last_ended)), int(read(self.finals)),
                                     ranks, ended)
         return problems or start_table_contract(head, count, ranks, ended, np.asarray(read(self.start_table)))
@@ -409,10 +412,6 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
             slots, rows = start_slots(head, count, np.asarray(ranks), (terminated != 0) | (truncated != 0))
             table[slots] = rows
         return {self.start_table: table}
-
-    def _ended(self, read: Any) -> np.ndarray:
-        terminated, truncated = (np.asarray(read(column)) for column in self.storage.columns[2:4])
-        return (terminated != 0) | (truncated != 0)
 
     def extend_repr(self) -> str:
         columns = ", ".join(f"{s.name}: {s.shape} {s.dtype}" for s in self._specs)

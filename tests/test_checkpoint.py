@@ -19,6 +19,7 @@ from mindspore_rl_buffer import (
     PriorityReplayBuffer,
     PyUniformReplayBuffer,
     ReplayBuffer,
+    ShardedReplayBuffer,
     TensorSpec,
     TrajectoryReplayBuffer,
     load_checkpoint,
@@ -402,7 +403,9 @@ def _filled_buffers():
                     np.array([t == 3, 0], np.uint8), np.zeros(2, np.uint8)])
     trajectory = TrajectoryReplayBuffer(TensorSpec([3], ms.float32, "x"), batch_size=2, max_length=4)
     trajectory.add_batch(Tensor(np.ones((2, 3), np.float32)))
-    return ring, prb, rrb, trb, trajectory
+    sharded = ShardedReplayBuffer(2, 6, SHAPES, [ms.float32, ms.int32, ms.float32], names=NAMES)  # one rank
+    sharded.insert(encoded_batch(0, 8))
+    return ring, prb, rrb, trb, trajectory, sharded
 
 
 def test_every_buffer_loads_a_file_plain_mindspore_save_checkpoint_wrote(tmp_path):
@@ -415,6 +418,27 @@ def test_every_buffer_loads_a_file_plain_mindspore_save_checkpoint_wrote(tmp_pat
         fresh.load(path)
         for saved, restored in zip(source.get_parameters(), fresh.get_parameters()):
             np.testing.assert_array_equal(saved.asnumpy(), restored.asnumpy(), err_msg=type(source).__name__)
+
+
+class _Holder(nn.Cell):
+    def __init__(self, buffer):
+        super().__init__()
+        self.buffer = buffer
+
+
+def test_every_buffer_loads_a_plain_file_of_itself_held_by_a_network(tmp_path):
+    # Held by a network as `buffer`, a buffer's Parameters are named `buffer.column_0`, ...:
+    # mindspore.save_checkpoint(buffer) writes those names, and a fresh buffer's are unprefixed.
+    for i, (source, fresh) in enumerate(zip(_filled_buffers(), _filled_buffers())):
+        _Holder(source)
+        assert all(p.name.startswith("buffer.") for p in source.get_parameters()), type(source).__name__
+        path = str(tmp_path / f"held_{i}.ckpt")
+        ms.save_checkpoint(source, path)
+        for restore in (fresh.load, lambda file, fresh=fresh: load_checkpoint(file, fresh)):
+            fresh.reset() if hasattr(fresh, "reset") else fresh.clear()
+            restore(path)
+            for saved, restored in zip(source.get_parameters(), fresh.get_parameters()):
+                np.testing.assert_array_equal(saved.asnumpy(), restored.asnumpy(), err_msg=type(source).__name__)
 
 
 # ------------------------------------------------------------- format 1, written by db13ac2

@@ -134,7 +134,7 @@ def _record(agent, iterations: int) -> list[np.ndarray]:
 
 
 def _expected_sample(rows: list[np.ndarray], start: int, env: int, n_step: int) -> tuple:
-    """The n-step transition of row ``start`` of environment ``env``, from the definitions (docs/guides/transition.md)."""
+    """The n-step transition of row ``start`` of environment ``env``, from the definitions (the transition guide)."""
     observation, action, reward, terminated, truncated = rows
     total, step = 0.0, 0
     while step < n_step:
