@@ -124,6 +124,7 @@ def test_the_nstep_benchmark_runs_both_variants_per_seed_and_summarizes_them(tmp
     assert with_n_step(config, 1)["replay_buffer"]["n_step"] == 1 and config["replay_buffer"]["n_step"] == 3
 
 
+@pytest.mark.slow
 def test_the_sweep_reads_variants_and_runs_each_per_seed(tmp_path):
     from benchmarks.dqn_sweep import main, parse_variant, with_changes
 
@@ -146,6 +147,7 @@ def test_the_sweep_reads_variants_and_runs_each_per_seed(tmp_path):
     assert set(results["summary"]) == {"shipped", "small"} and (tmp_path / "dqn_sweep.json").is_file()
 
 
+@pytest.mark.slow
 def test_the_evaluation_parts_run_and_the_dynamics_loop_balances_the_pole():
     from benchmarks.dqn_eval_parts import GYMNASIUM_ORDER, STEPWISE, main
 

@@ -88,6 +88,7 @@ def test_the_loop_flag(tmp_path, capsys):
     assert "the 'fused' loop needs the device buffer" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_evaluate_plays_greedy_episodes_of_a_trained_checkpoint(tmp_path, capsys):
     assert _train(tmp_path / "run", "--max-steps", "64") == 0
     capsys.readouterr()
