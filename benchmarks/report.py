@@ -78,12 +78,13 @@ def provenance_line(run: dict[str, Any]) -> str:
 
 
 def short_run(run: dict[str, Any]) -> str:
+    """A README figure's run: its commit, MindSpore and CPU; the README names no dates, so the
+    run's date stays on the benchmarks page, beside the rest of its provenance."""
     def known(key: str) -> str:
         return "not recorded" if run.get(key) is None else str(run[key])
 
-    date = run["date"] if run.get("date") else "date not recorded" + committed(run).replace(" (", ", ").rstrip(")")
     commit = known("commit") + (" with uncommitted changes" if run.get("dirty") else "")
-    return f"run: {date}; commit {commit}; MindSpore {known('mindspore')}; CPU: {known('cpu')}"
+    return f"run of commit {commit}; MindSpore {known('mindspore')}; CPU: {known('cpu')}; date in Benchmarks"
 
 
 def label(name: str) -> str:

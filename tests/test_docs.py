@@ -8,9 +8,9 @@
 * Every ```yaml block is a config ``create_buffer`` builds.
 * README.md stays a front page: at most 200 lines.
 * A manual states what is, not how it got there: no dates, issue numbers or run history
-  (:func:`history_problems`; docs/changelog.md is exempt, and docs/benchmarks.md and the
-  README's figures between ``<!-- benchmark-figures:start -->`` and ``...:end -->``, rendered
-  from recorded runs, may carry the dates of their provenance).
+  (:func:`history_problems`; docs/changelog.md is exempt, and docs/benchmarks.md, rendered
+  from recorded runs, may carry the dates of their provenance; the README's figures name
+  their run by commit, and its date on that page).
 * Links to files of the repository resolve, and so do their ``#anchors``.
 """
 from __future__ import annotations
@@ -181,12 +181,8 @@ HISTORY = [
                                               r"earlier today|late that night|this stop|stop \d+)\b", re.I)),
     ("first person", re.compile(r"\b([Ww]e|[Oo]ur|[Oo]urs|us|[Ww]e've|[Ww]e're|[Ll]et's)\b")),
     ("first person ('I')", re.compile(r"(?<![\w/.\-])I(?=\s|'[a-z])")),
-    ("a workplace tool", re.compile(r"\b(farm-bench|farm-studio|subagent)\b", re.I)),
 ]
 DATED_PAGES = {DOCS / "benchmarks.md"}  # generated from recorded runs: its provenance names dates
-# The README's figures, rendered by `python -m benchmarks.report` between these markers.
-GENERATED_START = re.compile(r"^<!--\s*benchmark-figures:start\s*-->")
-GENERATED_END = re.compile(r"^<!--\s*benchmark-figures:end\s*-->")
 EXEMPT_PAGES = {DOCS / "changelog.md"}  # the changelog is history by design
 _CODE_SPAN = re.compile(r"(`+).+?\1")
 _LINK_TARGET = re.compile(r"\]\([^)]*\)|<https?://[^>]*>|https?://\S+")
@@ -202,11 +198,8 @@ def history_problems(path: Path, dates: bool = True) -> list[str]:
     problems = []
     name = _name(path) if path.is_relative_to(ROOT) else str(path)
     if dates:
-        generated = False
         for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            # Figures rendered by `python -m benchmarks.report` name the run they come from.
-            generated = (generated or bool(GENERATED_START.match(text))) and not GENERATED_END.match(text)
-            for what, pattern in DATES if not generated else ():
+            for what, pattern in DATES:
                 for match in pattern.finditer(text):
                     problems.append(f"{name}:{number}: found {what} {match.group(0)!r}")
     for number, text in prose_lines(path):
