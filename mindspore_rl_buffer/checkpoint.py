@@ -19,14 +19,11 @@ then does it restore, **in place** (``Parameter.copy_``): MindSpore's own
 compiled before the restore do not see. Every mismatch found is reported in one error, and
 nothing is changed.
 
-Every tensor's checksum (xxh3, 64 bits, of its bytes; about 40 ms per GiB here) is kept in
-the record and verified on load, so a flipped byte anywhere in the data is refused, naming
-the tensor, instead of loading silently.
+Every tensor's checksum (xxh3, 64 bits; about 40 ms per GiB) is kept in the record and
+verified on load, so a flipped byte anywhere is refused, naming the tensor.
 
-Files of format 1 (written before the records were structured, and the sharded buffer's
-own format of then) still load: :func:`_upgrade` reads them into the same form, and a
-buffer derives the tensors such files lack (the TF-Agents buffers' add counter) from those
-they hold, in :meth:`Checkpointable.checkpoint_defaults`.
+Files of format 1 still load (:func:`_upgrade`), and a buffer supplies the tensors older files
+lack (an add counter, a random state) in :meth:`Checkpointable.checkpoint_defaults`.
 """
 from __future__ import annotations
 
@@ -44,7 +41,7 @@ from mindspore import nn
 
 from mindspore_rl_buffer._graph import DIRECT_CALLS, refuse_destroyed
 from mindspore_rl_buffer.checkpoint_files import read_tensors, refuse_missing_beside_shards, same_setting, unprefixed
-from mindspore_rl_buffer.files import FORMATS, check_regular_file
+from mindspore_rl_buffer.files import FORMATS, check_regular_file, fsync_folder
 from mindspore_rl_buffer.specs import TensorSpec, mindspore_dtype
 
 FORMAT = "mindspore_rl_buffer-checkpoint-2"
@@ -54,8 +51,6 @@ RECORD = "mindspore_rl_buffer.record"
 ROOT = "."
 # The keys of every buffer's record in format 2: a record without one would skip its check.
 RECORD_KEYS = ("type", "capacity", "specs", "settings")
-# File formats of mindspore.save_checkpoint, by suffix. safetensors streams: saving and
-# loading a 1 GiB buffer needs almost no memory beyond the buffer; ckpt needs 2-3 copies.
 _SHARDED_1 = ("metadata", "head", "count")  # with column/<name>: a ShardedReplayBuffer's first format
 
 
@@ -94,6 +89,10 @@ class Checkpointable:
         """Problems with the state beyond the cursors (a priority buffer's trees) that
         ``read(parameter)`` gives, each naming its Parameter; asked only when the cursors keep
         their contract."""
+        return []
+
+    def checkpoint_random(self, read: Any) -> list[str]:
+        """Problems with the random generator's state that ``read(parameter)`` gives."""
         return []
 
     def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
@@ -205,11 +204,7 @@ def write_atomically(params: list[dict[str, Any]], path: Path, file_format: str 
         with open(temporary, "rb") as written:
             os.fsync(written.fileno())
         os.replace(temporary, path)
-        directory = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        fsync_folder(path.parent)
     except BaseException:  # also MindSpore's own temporary of a .ckpt (its suffix .tmp), left by a full disk
         for leftover in (temporary, temporary.with_suffix(".tmp")):
             leftover.unlink(missing_ok=True)
@@ -325,7 +320,7 @@ def _record_problems(path: Path, name: str, ours: dict[str, Any], theirs: dict[s
     return problems
 
 
-def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
+def load_checkpoint(path: str | os.PathLike, net: Any, *, restore: bool = True) -> dict[str, Any]:
     """Restore every tensor of ``net`` from ``path`` in place, after checking all of them.
 
     Works for a file written by :func:`save_checkpoint` (of this or an earlier version) and
@@ -338,6 +333,8 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
         path (str): The checkpoint file (``.safetensors`` or ``.ckpt``).
         net (Union[nn.Cell, PyUniformReplayBuffer]): The buffer, or the network holding
             buffers, to restore.
+        restore (bool): ``False`` validates only; :func:`restore_validated` then restores
+            (a sharded load, once every rank has validated its file). Default: ``True``.
 
     Returns:
         dict, the file's tensors that ``net`` holds, by name (as ``mindspore.load_checkpoint``).
@@ -396,6 +393,7 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
             return host[key(tensor)] if host is not None else loaded[key(tensor)].asnumpy()
 
         for name, buffer in buffers.items():
+            problems += [f"the random state of '{name}' in '{path}': {p}" for p in buffer.checkpoint_random(read)]
             cursors = buffer.checkpoint_cursors(read)
             problems += [f"the cursors of '{name}' in '{path}' break the contract: {problem}" for problem in cursors]
             if not cursors:
@@ -406,10 +404,17 @@ def load_checkpoint(path: str | os.PathLike, net: Any) -> dict[str, Any]:
         theirs = "; ".join(_labelled(name, record) for name, record in (records or {}).items()) or "no buffer record"
         raise ValueError(f"For '{op}', {'; '.join(problems)}. The checkpoint holds {theirs}; the network holds "
                          f"{ours}.")
+    if restore:
+        restore_validated(net, loaded)
+    return loaded
+
+
+def restore_validated(net: Any, loaded: Mapping[str, Any]) -> None:
+    """Copy the tensors :func:`load_checkpoint` validated with ``restore=False`` into ``net``, in place."""
+    state = _state("load", net)
     if not isinstance(net, nn.Cell):
-        net.restore_checkpoint({name: loaded[name].asnumpy() for name in state})
-        return loaded
+        return net.restore_checkpoint({name: loaded[name].asnumpy() for name in state})
     with DIRECT_CALLS:
         for name, param in state.items():
             param.copy_(loaded[name])
-    return loaded
+    return None

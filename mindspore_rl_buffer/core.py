@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import mindspore as ms
+import numpy as np
 from mindspore import Parameter, ParameterTuple, Tensor, ops
 from mindspore.common.initializer import initializer
 
@@ -42,6 +43,7 @@ from mindspore_rl_buffer.checkpoint import RECORD, Checkpointable, spec_record
 from mindspore_rl_buffer.contracts import ring_contract
 from mindspore_rl_buffer.ops import ring
 from mindspore_rl_buffer.ops._common import as_read, as_stored
+from mindspore_rl_buffer.ops.rng import random_state, state_problems
 from mindspore_rl_buffer.specs import (
     TensorSpec,
     check_column_bytes,
@@ -114,6 +116,10 @@ class RingBuffer(BufferCell, Checkpointable):
             are accepted).
         names (list[str]): Column names, used for the Parameters and in errors.
             Default: ``None``, which names them ``column_0``, ``column_1``, ...
+        seed (int): Seed of the buffer's random generator, whose state (``rng_key``,
+            ``rng_counter``) the buffers built on the core draw from and save; ``None`` follows
+            ``mindspore.set_seed`` (see :func:`~mindspore_rl_buffer.ops.rng.initial_key`).
+            Default: ``None``.
 
     Raises:
         TypeError: If ``capacity`` is not an int, ``shapes``/``types`` is not a list, or a name
@@ -137,10 +143,10 @@ class RingBuffer(BufferCell, Checkpointable):
     """
 
     # Names of the buffer's own Parameters (subclasses add theirs), refused as column names.
-    RESERVED_NAMES: tuple[str, ...] = ("head", "count", RECORD)
+    RESERVED_NAMES: tuple[str, ...] = ("head", "count", "rng_key", "rng_counter", RECORD)
 
     def __init__(self, capacity: int, shapes: Sequence[Any], types: Sequence[Any], *,
-                 names: Sequence[str] | None = None) -> None:
+                 names: Sequence[str] | None = None, seed: int | None = None) -> None:
         super().__init__()
         op = type(self).__name__
         self._capacity = check_capacity(op, "capacity", capacity)
@@ -156,6 +162,11 @@ class RingBuffer(BufferCell, Checkpointable):
         )
         self.head = Parameter(Tensor(0, ms.int32), name="head", requires_grad=False)
         self.count = Parameter(Tensor(0, ms.int32), name="count", requires_grad=False)
+        self.rng_key, self.rng_counter = random_state(seed)
+
+    def rng(self):
+        """The generator state the buffer's draws take and advance: ``(rng_key, rng_counter)``."""
+        return self.rng_key, self.rng_counter
 
     # ----------------------------------------------------------------- properties (host)
     @property
@@ -331,6 +342,16 @@ class RingBuffer(BufferCell, Checkpointable):
         """The ring's cursor contract, on the values ``read`` gives for ``head`` and ``count``."""
         problem = ring_contract(int(read(self.head)), int(read(self.count)), self._capacity)
         return [problem] if problem else []
+
+    def checkpoint_random(self, read: Any) -> list[str]:
+        """Problems with the generator state ``read`` gives: a key and a counter in ``[0, 2**62)``."""
+        return state_problems(read(self.rng_key), read(self.rng_counter))
+
+    def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
+        """Files written before the generator state was saved: the buffer keeps its own state."""
+        if read(self.rng_key) is not None or read(self.rng_counter) is not None:
+            return {}
+        return {self.rng_key: self.rng_key.asnumpy(), self.rng_counter: self.rng_counter.asnumpy()}
 
     def extend_repr(self) -> str:
         settings = "".join(f"{key}={value}, " for key, value in self._settings().items())

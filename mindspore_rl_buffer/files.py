@@ -68,3 +68,12 @@ def saved_world_sizes(path: str | os.PathLike) -> set[int]:
     if not first.parent.is_dir():
         return set()
     return {int(match.group(1)) for name in os.listdir(first.parent) if (match := pattern.fullmatch(name))}
+
+
+def fsync_folder(folder: str | os.PathLike) -> None:
+    """Make the renames done in ``folder`` durable (fsync of the folder itself)."""
+    directory = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)

@@ -92,3 +92,38 @@ class NumpyRing:
     def clear(self) -> None:
         """Empty the ring: both cursors back to 0."""
         self.head = self.count = 0
+
+
+# The state of numpy's PCG64 generator as ten int64 words, for checkpoints: the 128-bit
+# state and increment in 32-bit words (least significant first), then ``has_uint32`` and
+# ``uinteger`` (a cached half of a 64-bit draw).
+GENERATOR_WORDS = 10
+
+
+def generator_words(rng: np.random.Generator) -> np.ndarray:
+    """The state of ``rng`` (PCG64) as :data:`GENERATOR_WORDS` int64 words."""
+    state = rng.bit_generator.state
+    words = [(value >> (32 * i)) & 0xFFFFFFFF for value in (state["state"]["state"], state["state"]["inc"])
+             for i in range(4)]
+    return np.array([*words, state["has_uint32"], state["uinteger"]], np.int64)
+
+
+def generator_problems(words: Any) -> list[str]:
+    """What keeps ``words`` from being a PCG64 state (empty if nothing)."""
+    words = np.asarray(words)
+    if (words.shape != (GENERATOR_WORDS,) or not ((words >= 0) & (words <= 0xFFFFFFFF)).all()
+            or words[8] not in (0, 1) or words[4] % 2 != 1):
+        return [f"the numpy generator's state must be {GENERATOR_WORDS} words in [0, 2**32) with an odd "
+                f"increment and has_uint32 in {{0, 1}}, but got {words.tolist()}"]
+    return []
+
+
+def generator_of(words: Any) -> np.random.Generator:
+    """A PCG64 generator in the state ``words`` (checked by :func:`generator_problems`)."""
+    w = [int(x) for x in np.asarray(words)]
+    bit_generator = np.random.PCG64()
+    bit_generator.state = {"bit_generator": "PCG64",
+                           "state": {"state": sum(w[i] << (32 * i) for i in range(4)),
+                                     "inc": sum(w[4 + i] << (32 * i) for i in range(4))},
+                           "has_uint32": w[8], "uinteger": w[9]}
+    return np.random.Generator(bit_generator)

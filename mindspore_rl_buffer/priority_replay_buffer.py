@@ -23,7 +23,6 @@ from mindspore_rl_buffer._validation import (
 from mindspore_rl_buffer.contracts import priority_contract
 from mindspore_rl_buffer.core import RingBuffer
 from mindspore_rl_buffer.ops import priority
-from mindspore_rl_buffer.ops._common import owned_seed
 from mindspore_rl_buffer.specs import check_batch_bytes
 
 
@@ -138,12 +137,11 @@ class PriorityReplayBuffer(RingBuffer):
         alpha = check_exponent(op, "alpha", alpha)
         sample_size = check_size(op, "sample_size", sample_size)
         seed = check_seeds(op, seed, seed0, seed1)
-        super().__init__(capacity, shapes, check_types(op, types, dtypes), names=names)
+        super().__init__(capacity, shapes, check_types(op, types, dtypes), names=names, seed=seed)
         check_batch_bytes(op, "sample_size", sample_size, self.specs)
         self._alpha = alpha
         self._sample_size = sample_size
         self._seed = seed
-        self._draw_seed = owned_seed(self._seed)  # what the random operators take
         sum_tree, min_tree = priority.empty_trees(self.capacity)
         self.sum_tree = Parameter(sum_tree, name="sum_tree", requires_grad=False)
         self.min_tree = Parameter(min_tree, name="min_tree", requires_grad=False)
@@ -190,7 +188,7 @@ class PriorityReplayBuffer(RingBuffer):
                 compiled graph cannot run again; ``beta`` is not checked there.
         """
         slots, weights = priority.sample(self.sum_tree, self.min_tree, self.count, self._sample_size, beta,
-                                         self.capacity, self._draw_seed, check)
+                                         self.capacity, self.rng(), check)
         return (slots, weights, *self.decode(tuple(ops.gather(column, slots, 0) for column in self.columns)))
 
     def sample_with_indices(self, ordered=None):

@@ -11,7 +11,7 @@ import numpy as np
 from mindspore_rl_buffer._validation import check_capacity, check_sample_args, check_seed, check_stored
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
 from mindspore_rl_buffer.contracts import ring_contract
-from mindspore_rl_buffer.host_ring import NumpyRing
+from mindspore_rl_buffer.host_ring import NumpyRing, generator_of, generator_problems, generator_words
 from mindspore_rl_buffer.nest import FlatSpec
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec, numpy_dtype
@@ -248,11 +248,13 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
                 "settings": {"seed": self._seed}, "leaf_paths": self._leaf_paths()}
 
     def checkpoint_tensors(self) -> dict[str, np.ndarray]:
-        """Every column (``columns.<name>``), both cursors and the add counter ``added``, as numpy arrays."""
+        """Every column (``columns.<name>``), both cursors, the add counter ``added`` and the
+        generator's state ``rng_state``, as numpy arrays."""
         state = {f"columns.{name}": column for name, column in zip(self._column_names(), self._ring.columns)}
         state["head"] = np.array(self._ring.head, np.int32)
         state["count"] = np.array(self._ring.count, np.int32)
         state["added"] = np.array(self._added, np.int64)
+        state["rng_state"] = generator_words(self._rng)
         return state
 
     def checkpoint_cursors(self, read: Any) -> list[str]:
@@ -265,7 +267,14 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
     def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
         """Files written before the add counter existed: see ``mindspore_rl_buffer.tf_agents.added_default``."""
         added = added_default(read("head"), read("count"))
-        return {} if added is None else {"added": added}
+        defaults = {} if added is None else {"added": added}
+        if read("rng_state") is None:  # the generator keeps its state
+            defaults["rng_state"] = generator_words(self._rng)
+        return defaults
+
+    def checkpoint_random(self, read: Any) -> list[str]:
+        """Problems with the saved state of the numpy generator (PCG64)."""
+        return generator_problems(read("rng_state"))
 
     def restore_checkpoint(self, values: Mapping[str, np.ndarray]) -> None:
         """Copy validated checkpoint values into the ring."""
@@ -273,6 +282,7 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
             column[...] = values[f"columns.{name}"]
         self._ring.head, self._ring.count = int(values["head"]), int(values["count"])
         self._added = int(values["added"])
+        self._rng = generator_of(values["rng_state"])
 
     def __repr__(self) -> str:
         return (f"PyUniformReplayBuffer(capacity={self._capacity}, stored={self._ring.count}, "

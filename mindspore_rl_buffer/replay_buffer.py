@@ -20,7 +20,6 @@ from mindspore_rl_buffer._validation import (
 )
 from mindspore_rl_buffer.core import RingBuffer, reserved_names, taken_names
 from mindspore_rl_buffer.ops import ring
-from mindspore_rl_buffer.ops._common import owned_seed
 from mindspore_rl_buffer.specs import check_batch_bytes
 
 
@@ -102,13 +101,12 @@ class ReplayBuffer(RingBuffer):
             raise ValueError(f"For '{op}' without replacement, 'sample_size' ({sample_size}) must not "
                              f"exceed 'capacity' ({capacity}).")
         seed = check_seed(op, seed)  # an int: a numpy integer would not go into the checkpoint's JSON
-        super().__init__(capacity, shapes, types, names=names)
+        super().__init__(capacity, shapes, types, names=names, seed=seed)
         check_batch_bytes(op, "sample_size", sample_size, self.specs)
         self._sample_size = sample_size
         self._ordered = ordered
         self._replace = replace
         self._seed = seed
-        self._draw_seed = owned_seed(self._seed)  # what the random operators take
 
     @property
     def sample_size(self) -> int:
@@ -149,7 +147,7 @@ class ReplayBuffer(RingBuffer):
         ordered = check_ordered_graph("sample", ordered, self._ordered)  # a constant: checked at compile time
         # A graph without the indexes among its outputs is compiled without their kernels.
         logical, items = ring.sample(self.columns, self.head, self.count, self._sample_size, ordered,
-                                     self._replace, self._draw_seed, check)
+                                     self._replace, self.rng(), check)
         items = self.decode(items)
         return (logical, items) if with_indices else items
 

@@ -90,7 +90,7 @@ class ReservoirReplayBuffer(ReplayBuffer):
         """Offer the batch to the reservoir, item by item under algorithm R: while fewer than
         ``capacity`` items were seen, items fill the next slots in order; after that, the
         ``k``-th item replaces a uniformly chosen slot with probability ``capacity / k``."""
-        seen, count = reservoir.insert(self.columns, self.seen, batch, self._draw_seed)
+        seen, count = reservoir.insert(self.columns, self.seen, batch, self.rng())
         ops.assign(self.seen, seen)
         ops.assign(self.count, count)
         return count

@@ -30,7 +30,7 @@ from mindspore_rl_buffer._validation import (
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
 from mindspore_rl_buffer.nest import FlatSpec, leaf_at
 from mindspore_rl_buffer.ops import ring
-from mindspore_rl_buffer.ops._common import STREAM_SEGMENTS, owned_seed, uniform_int
+from mindspore_rl_buffer.ops.rng import uniform_int
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.specs import MAX_ITEM_DIMS
 from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI, add_counter_contract, added_default, item_ids
@@ -166,7 +166,6 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
                                  f"{shape}.")
         self._leaf_dtypes = self._flat.dtypes()
         self._seed = check_seed(op, seed)
-        self._draw_seed = owned_seed(self._seed)  # what the random operators take
         self._segments = Tensor(self._batch_size, ms.int32)
         self.storage = ReplayBuffer(1, self._max_length, list(self._leaf_shapes), list(self._leaf_dtypes),
                                     names=self._column_names(), seed=self._seed)
@@ -266,8 +265,8 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         steps = 1 if num_steps is None else num_steps
         storage = self.storage
         rows, logical = ring.sample_windows(storage.head, storage.count, picks, steps, self._max_length,
-                                            self._draw_seed, check)
-        segments = uniform_int((picks, 1), self._segments, self._draw_seed, STREAM_SEGMENTS)
+                                            self.storage.rng(), check)
+        segments = uniform_int((picks, 1), self._segments, self.storage.rng())
         segments = ops.broadcast_to(segments, (picks, steps))
         index = ops.stack((rows, segments), -1)
         leaves = list(storage.decode([ops.gather_nd(column, index) for column in storage.columns]))

@@ -41,7 +41,7 @@ from mindspore_rl_buffer.contracts import episode_contract, held_int, ring_contr
 from mindspore_rl_buffer.core import RingBuffer, given_columns, host_insert, reserved_names, taken_names
 from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
-from mindspore_rl_buffer.ops._common import as_read, as_stored, guarded, owned_seed
+from mindspore_rl_buffer.ops._common import as_read, as_stored, guarded
 from mindspore_rl_buffer.specs import (
     TRANSITION_ROLES,
     TensorSpec,
@@ -62,9 +62,11 @@ def _host_sample(self: TransitionReplayBuffer, batch_size: Any = None, with_info
     check_batch_bytes(op, "batch_size", batch_size, [self._frame], 2 * self.stack_size)  # its two stacks of frames
     stored = int(self.storage.count)
     check_not_empty(op, stored)
+    counter = int(self.storage.rng_counter)
 
     def refuse_none_valid(outputs: Any) -> Any:
-        if int(outputs[0]) == 0:
+        if int(outputs[0]) == 0:  # the draw found no valid start: it leaves the generator as it was
+            self.storage.rng_counter.copy_(Tensor(counter, ms.int64))
             raise _errors.no_valid_start_error(op, stored, self.num_envs, self.stack_size, self.n_step)
         return outputs
 
@@ -144,7 +146,6 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         self._n_step = check_size(op, "n_step", n_step)
         self._gamma = check_gamma(op, gamma)
         self._seed = check_seed(op, seed)
-        self._draw_seed = owned_seed(self._seed)  # what the random operators take
         if isinstance(shapes, (list, tuple)):  # else column_specs names the problem
             if names is None:
                 names = [*TRANSITION_ROLES, *(f"extra_{i}" for i in range(len(shapes) - 5))][:len(shapes)]
@@ -168,7 +169,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         self.finals = Parameter(Tensor(0, ms.int32), name="finals", requires_grad=False)
         rest = self._specs[1:]
         self.storage = RingBuffer(self._max_length, [s.shape for s in rest], [s.dtype for s in rest],
-                                  names=[s.name for s in rest])
+                                  names=[s.name for s in rest], seed=self._seed)
 
     # ----------------------------------------------------------------- properties (host)
     @property
@@ -327,7 +328,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         head, size, stack_size = storage.head, self._max_length, self._stack_size
         action, reward, terminated, truncated = storage.columns[:4]
         starts, total = transition_ops.draw_starts(self.ranks, head, storage.count, batch_size, size, stack_size,
-                                                   self._n_step, self._draw_seed, check, self.start_table)
+                                                   self._n_step, self.storage.rng(), check, self.start_table)
         rows, next_rows, returns, discount = stacks.stacked_windows(
             reward, terminated, truncated, starts, stack_size, self._n_step, self._gamma)
         if stack_size == 1:  # no stack axis

@@ -32,14 +32,16 @@ Prioritized replay (``ops.priority``) keeps a sum tree and a min tree over the s
 ring; reservoir sampling (``ops.reservoir``) fills the slots ``[0, count)`` with ``head``
 fixed at 0. Both cite this contract; their ``sample`` and ``insert`` are exported here as
 ``priority_sample`` and ``reservoir_insert``. Repeated indexes in one write are resolved by
-``ops.dedupe`` (the last occurrence wins), never left to the scatter's order. ``draws`` marks
-a function of yours that samples a buffer, so that two calls of it in one graph draw apart.
+``ops.dedupe`` (the last occurrence wins), never left to the scatter's order. The operators
+that draw take ``rng``, the state of a counter-based generator held in two Parameters
+(``ops.rng``: ``random_state``, ``uniform_int``, ``uniform_real``, ``random_bits``); every
+draw advances its counter, so a saved state resumes the stream exactly.
 A transition buffer (``ops.transition``) keeps a ring of time rows for several
 environments at once, and reads episodes out of it: its module docstring extends the
 contract with the episode structure, the validity rule of a start, frame stacks and n-step
 returns; ``ops.stacks`` reads those stacks and returns for the starts it draws.
 """
-from mindspore_rl_buffer.ops import dedupe, priority, reservoir, stacks, transition
+from mindspore_rl_buffer.ops import dedupe, priority, reservoir, rng, stacks, transition
 from mindspore_rl_buffer.ops._common import MAX_CAPACITY, draws
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 from mindspore_rl_buffer.ops.priority import (
@@ -73,6 +75,7 @@ from mindspore_rl_buffer.ops.ring import (
     sample_indices,
     sample_windows,
 )
+from mindspore_rl_buffer.ops.rng import random_bits, random_state, uniform_int, uniform_real
 from mindspore_rl_buffer.ops.sharded import (
     combine_rows,
     draw_global,
@@ -128,9 +131,12 @@ __all__ = [
     "plan_writes",
     "priority",
     "priority_sample",
+    "random_bits",
+    "random_state",
     "rank_period",
     "reservoir",
     "reservoir_insert",
+    "rng",
     "sample",
     "sample_global",
     "sample_indices",
@@ -145,6 +151,8 @@ __all__ = [
     "transition_windows",
     "tree_size",
     "tree_writes",
+    "uniform_int",
+    "uniform_real",
     "update_priorities",
     "winning_values",
 ]

@@ -10,8 +10,6 @@ path) pass ``check=False`` to the operators.
 """
 from __future__ import annotations
 
-import itertools
-
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
@@ -22,21 +20,6 @@ ASSERT = ops.Assert(summarize=8)
 #: The largest capacity whose cursor arithmetic stays exact in int32: ``head + count``,
 #: ``head + logical`` and the rows of a batch stay below ``2**31``.
 MAX_CAPACITY = 2**30
-
-# Streams of a seeded buffer's random operators: each random operator of a buffer built with
-# ``seed=s`` is the primitive seeded ``(s, stream + STREAMS * k)``, with ``k`` the number of
-# operators of that buffer and stream compiled before it, so the seed alone fixes every draw
-# (see :func:`uniform_int`).
-STREAMS = 64
-STREAM_SAMPLE = 1
-STREAM_KEYS = 2
-STREAM_WINDOWS = 3
-STREAM_SEGMENTS = 4
-STREAM_ACCEPT = 5
-STREAM_SLOTS = 6
-STREAM_STRATA = 7
-STREAM_GLOBAL = 8
-
 
 # MindSpore 2.10's GPU Sort sorts a row of up to this many keys of any dtype in place; longer
 # rows only as float16/float32 (``sort_gpu_kernel.cc``; docs/platforms.md). float32 holds
@@ -81,15 +64,12 @@ def draws(fn):
     """Mark ``fn`` as drawing random numbers, or calling what does, as MindSpore marks its own
     random functions (``ops.uniform``): a graph then compiles it once per call site.
 
-    Unmarked, two calls of a function with the same constant arguments share one compiled
-    body, so two samples in one graph held random operators with the same seeds and drew the
-    same items (with ``seed=s``, and with ``seed=None`` under ``mindspore.set_seed``). Every
-    function from a buffer method down to ``uniform_int`` or ``uniform_real`` must be
-    marked (``buffer_method`` in ``mindspore_rl_buffer._graph`` marks the methods), and so must
-    a helper of yours that samples a buffer and is called more than once in one ``construct``;
-    ``tests/test_graph.py`` samples every buffer twice in one graph. (An operator of this
-    package called twice in one graph with the same ``seed`` draws the same: pass each call
-    its own seed.)
+    The buffers and the operators of this package draw from a generator whose state is a
+    pair of Parameters (:mod:`mindspore_rl_buffer.ops.rng`): every draw reads and advances
+    its counter, so two calls of one function in one graph draw apart with or without this
+    mark. It is kept so that code which marks its sampling helpers keeps working; marking a
+    helper makes MindSpore compile each of its call sites apart, as it does for
+    ``ops.uniform``.
 
     Examples:
         >>> from mindspore_rl_buffer.ops import draws
@@ -101,67 +81,6 @@ def draws(fn):
     """
     fn.__function_forbid_reuse__ = True  # the attribute MindSpore's own decorator sets
     return fn
-
-
-_OWNERS = itertools.count(1)
-_COMPILED: dict[tuple[int, int, int], int] = {}
-
-
-def owned_seed(seed):
-    """A buffer's ``seed`` as it passes it to the operators: ``None``, or ``(seed, owner)`` with
-    ``owner`` unique to the buffer, which numbers that buffer's random operators apart from
-    every other's (see :func:`uniform_int`)."""
-    return None if seed is None else (seed, next(_OWNERS))
-
-
-@ops.constexpr(reuse_result=False)
-def _second_seed(seed, stream, owner):
-    """``stream + STREAMS * k``, ``k`` the operators of ``(seed, stream)`` of buffer ``owner`` made before this one.
-
-    Evaluated once per operator a graph compiles (``reuse_result=False``, as MindSpore's own
-    ``_get_seed``), so two samples in one graph draw differently.
-    """
-    key = (seed, stream, owner)
-    made = _COMPILED.get(key, 0)
-    _COMPILED[key] = made + 1
-    return stream + STREAMS * made
-
-
-@draws
-def _seeds(seed, stream):
-    """The ``(seed, seed2)`` of a seeded random operator: a buffer's (:func:`owned_seed`'s pair)
-    numbered as compiled; an operator's ``seed`` given as an int, ``(seed, stream)`` exactly."""
-    if isinstance(seed, tuple):
-        return seed[0], _second_seed(seed[0], stream, seed[1])
-    return seed, stream
-
-
-@draws
-def uniform_int(shape, high, seed=None, stream=STREAM_SAMPLE):
-    """int32 draws, uniform over ``[0, high)``; ``high`` may be a tensor (a Parameter such as ``count``).
-
-    With ``seed=None`` this is ``ops.uniform`` and follows ``mindspore.set_seed`` as MindSpore's
-    own random operators do. An int seed seeds the operator ``(seed, stream)`` exactly (two calls
-    with one seed draw the same: give each its own); a buffer's seed (:func:`owned_seed`) seeds
-    it ``(seed, stream + 64 * k)``, ``k`` counting that buffer's operators of the stream made
-    before it, so two samples in one graph draw apart. ``ops.uniform(seed=s)`` would derive its
-    second seed from a process-wide counter of all random operators, so two buffers built with
-    the same seed would draw differently, and a buffer's draws would depend on the buffers built
-    before it. Each compiled operator keeps its own stream of draws.
-    """
-    if seed is None:
-        return ops.uniform(shape, ZERO, high, dtype=ms.int32)
-    seed, seed2 = _seeds(seed, stream)
-    return ops.UniformInt(seed=seed, seed2=seed2)(shape, ZERO, high)
-
-
-@draws
-def uniform_real(shape, seed=None, stream=STREAM_KEYS):
-    """float32 draws, uniform over ``[0, 1)``; seeded as :func:`uniform_int`."""
-    if seed is None:
-        return ops.rand(shape, dtype=ms.float32)
-    seed, seed2 = _seeds(seed, stream)
-    return ops.UniformReal(seed=seed, seed2=seed2)(shape)
 
 
 @ops.constexpr

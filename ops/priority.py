@@ -31,8 +31,9 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops._common import ASSERT, STREAM_STRATA, arange, draws, guarded, sort_ints, uniform_real
+from mindspore_rl_buffer.ops._common import ASSERT, arange, draws, guarded, sort_ints
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
+from mindspore_rl_buffer.ops.rng import uniform_real
 
 #: Priorities below this (and NaN, inside a graph) count as this.
 PRIORITY_FLOOR = 1e-8
@@ -198,7 +199,7 @@ def find_slots(sum_tree, targets, count, capacity):
 
 
 @draws
-def sample(sum_tree, min_tree, count, sample_size, beta, capacity, seed=None, check=True):
+def sample(sum_tree, min_tree, count, sample_size, beta, capacity, rng=None, check=True):
     """Draw ``sample_size`` slots with probability ``leaf / total``, stratified.
 
     Target ``j`` is ``(j + u_j) * total / sample_size`` with ``u_j`` uniform in ``[0, 1)``:
@@ -216,7 +217,8 @@ def sample(sum_tree, min_tree, count, sample_size, beta, capacity, seed=None, ch
         sample_size (int): Slots to draw.
         beta (Union[float, Tensor]): Importance-sampling exponent, ``>= 0``.
         capacity (int): Slots of the ring.
-        seed (int): Seed of the random operator; ``None`` follows ``mindspore.set_seed``.
+        rng (tuple[Parameter, Parameter]): The generator's state, advanced by the draw
+            (see :func:`~mindspore_rl_buffer.ops.random_state`).
             Default: ``None``.
         check (bool): Guard against an empty buffer inside the graph. Default: ``True``.
 
@@ -232,16 +234,17 @@ def sample(sum_tree, min_tree, count, sample_size, beta, capacity, seed=None, ch
         >>> import numpy as np
         >>> import mindspore as ms
         >>> from mindspore import Parameter, Tensor
-        >>> from mindspore_rl_buffer.ops import empty_trees, leaf_values, priority_sample, set_leaves
+        >>> from mindspore_rl_buffer.ops import empty_trees, leaf_values, priority_sample, random_state, set_leaves
         >>> sum_tree, min_tree = (Parameter(t, requires_grad=False) for t in empty_trees(3))
         >>> slots = Tensor(np.arange(3, dtype=np.int32))
         >>> total = set_leaves(sum_tree, min_tree, slots, leaf_values(Tensor([1.0, 0.0, 3.0]), 1.0), 3)
-        >>> slots, weights = priority_sample(sum_tree, min_tree, Tensor(3, ms.int32), 4, 1.0, 3)
+        >>> slots, weights = priority_sample(sum_tree, min_tree, Tensor(3, ms.int32), 4, 1.0, 3,
+        ...                                  rng=random_state(0))
         >>> sorted(slots.asnumpy().tolist())
         [0, 2, 2, 2]
     """
     total = sum_tree[1]
-    uniform = uniform_real((sample_size,), seed, STREAM_STRATA)
+    uniform = uniform_real((sample_size,), rng)
     targets = (arange(sample_size).astype(ms.float32) + uniform) * (total / sample_size)
     slots = find_slots(sum_tree, targets, count, capacity)
     leaves = ops.gather(sum_tree, slots + tree_size(capacity), 0)

@@ -15,20 +15,17 @@ from __future__ import annotations
 import mindspore as ms
 from mindspore import Tensor, ops
 from mindspore_rl_buffer.ops._common import (
-    STREAM_ACCEPT,
-    STREAM_SLOTS,
     arange,
     capacity_of,
     draws,
-    uniform_int,
-    uniform_real,
     write_rows,
 )
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
+from mindspore_rl_buffer.ops.rng import uniform_int, uniform_real
 
 
 @draws
-def draw_slots(seen, batch_size, capacity, seed=None):
+def draw_slots(seen, batch_size, capacity, rng=None):
     """Where each item of a batch goes under algorithm R, drawn for the whole batch at once.
 
     Item ``j`` of the batch is item ``k = seen + j + 1`` of the stream. It is accepted if
@@ -41,7 +38,8 @@ def draw_slots(seen, batch_size, capacity, seed=None):
         seen (Tensor): int64 scalar, items offered before this batch.
         batch_size (int): Items in the batch, ``n >= 1``.
         capacity (int): Rows per column.
-        seed (int): Seed of the random operators; ``None`` follows ``mindspore.set_seed``.
+        rng (tuple[Parameter, Parameter]): The generator's state, advanced by the draws
+            (see :func:`~mindspore_rl_buffer.ops.random_state`).
             Default: ``None``.
 
     Returns:
@@ -51,17 +49,17 @@ def draw_slots(seen, batch_size, capacity, seed=None):
     Examples:
         >>> import mindspore as ms
         >>> from mindspore import Tensor
-        >>> from mindspore_rl_buffer.ops import draw_slots
-        >>> slots, accepted = draw_slots(Tensor(1, ms.int64), 3, 3)
+        >>> from mindspore_rl_buffer.ops import draw_slots, random_state
+        >>> slots, accepted = draw_slots(Tensor(1, ms.int64), 3, 3, random_state(0))
         >>> slots.asnumpy().tolist()[:2], accepted.asnumpy().tolist()[:2]
         ([1, 2], [True, True])
     """
     stream = seen + 1 + arange(batch_size).astype(ms.int64)  # k, 1-based
     filling = stream <= capacity
-    uniform = uniform_real((batch_size,), seed, STREAM_ACCEPT)
+    uniform = uniform_real((batch_size,), rng)
     # float32 holds k to 1 part in 2**24; the acceptance probability is that accurate.
     accepted = ops.logical_or(filling, uniform * stream.astype(ms.float32) < capacity)
-    drawn = uniform_int((batch_size,), Tensor(capacity, ms.int32), seed, STREAM_SLOTS)
+    drawn = uniform_int((batch_size,), Tensor(capacity, ms.int32), rng)
     slots = ops.where(filling, (stream - 1).astype(ms.int32), drawn)
     return slots, accepted
 
@@ -107,7 +105,7 @@ def plan_writes(slots, accepted, capacity=None):
 
 
 @draws
-def insert(columns, seen, batch, seed=None):
+def insert(columns, seen, batch, rng=None):
     """In place: offer a batch of items to the reservoir ``columns``, item by item under algorithm R.
 
     Writes in place into ``columns`` (``Parameter`` objects). Every item writes one row,
@@ -124,7 +122,8 @@ def insert(columns, seen, batch, seed=None):
         seen (Tensor): int64 scalar, items offered so far.
         batch (Union[tuple[Tensor], list[Tensor]]): One tensor per column, of shape
             ``(n, *shape_c)``; ``n`` may be 0 or exceed ``capacity``.
-        seed (int): Seed of the random operators. Default: ``None``.
+        rng (tuple[Parameter, Parameter]): The generator's state, advanced by the draws
+            (see :func:`~mindspore_rl_buffer.ops.random_state`).
 
     Returns:
         Tuple of 2 tensors: the new ``seen`` (int64) and ``count`` (int32,
@@ -137,9 +136,10 @@ def insert(columns, seen, batch, seed=None):
         >>> import numpy as np
         >>> import mindspore as ms
         >>> from mindspore import Parameter, Tensor
-        >>> from mindspore_rl_buffer.ops import reservoir_insert
+        >>> from mindspore_rl_buffer.ops import random_state, reservoir_insert
         >>> column = Parameter(Tensor(np.zeros(3, np.int32)), requires_grad=False)
-        >>> seen, count = reservoir_insert([column], Tensor(0, ms.int64), [Tensor(np.arange(1, 3, dtype=np.int32))])
+        >>> seen, count = reservoir_insert([column], Tensor(0, ms.int64), [Tensor(np.arange(1, 3, dtype=np.int32))],
+        ...                                random_state(0))
         >>> column.asnumpy().tolist(), int(seen), int(count)
         ([1, 2, 0], 2, 2)
     """
@@ -147,7 +147,7 @@ def insert(columns, seen, batch, seed=None):
     batch_size = batch[0].shape[0]
     if batch_size == 0:
         return seen, ops.minimum(seen, capacity).astype(ms.int32)
-    slots, accepted = draw_slots(seen, batch_size, capacity, seed)
+    slots, accepted = draw_slots(seen, batch_size, capacity, rng)
     rows, source, keep_old = plan_writes(slots, accepted, capacity)
     for column, values in zip(columns, batch):
         new = ops.gather(values, source, 0)

@@ -16,17 +16,14 @@ from __future__ import annotations
 import mindspore as ms
 from mindspore import ops
 from mindspore_rl_buffer.ops._common import (
-    STREAM_KEYS,
-    STREAM_WINDOWS,
     arange,
     capacity_of,
     draws,
     guarded,
     sort_ints,
-    uniform_int,
-    uniform_real,
     write_rows,
 )
+from mindspore_rl_buffer.ops.rng import uniform_int, uniform_real
 
 
 def logical_to_physical(head, logical, capacity):
@@ -168,7 +165,7 @@ def get_item(columns, head, count, index, check=True):
 
 
 @draws
-def sample_indices(head, count, sample_size, capacity, ordered=False, replace=True, seed=None,
+def sample_indices(head, count, sample_size, capacity, ordered=False, replace=True, rng=None,
                    check=True):
     """Draw ``sample_size`` items uniformly from the stored ones.
 
@@ -184,7 +181,8 @@ def sample_indices(head, count, sample_size, capacity, ordered=False, replace=Tr
         capacity (int): Rows per column.
         ordered (bool): Oldest first. Default: ``False``.
         replace (bool): With replacement. Default: ``True``.
-        seed (int): Seed of the random operator; ``None`` follows ``mindspore.set_seed``.
+        rng (tuple[Parameter, Parameter]): The generator's state, advanced by the draw
+            (see :func:`~mindspore_rl_buffer.ops.random_state`).
             Default: ``None``.
         check (bool): Guard against an empty buffer (and, without replacement, too few
             items) inside the graph. Default: ``True``.
@@ -200,9 +198,9 @@ def sample_indices(head, count, sample_size, capacity, ordered=False, replace=Tr
     """
     bound = ops.maximum(count, 1) if check else count  # a valid bound even when the guard fails
     if replace:
-        drawn = uniform_int((sample_size,), bound, seed)
+        drawn = uniform_int((sample_size,), bound, rng)
     else:
-        keys = uniform_real((capacity,), seed, STREAM_KEYS)
+        keys = uniform_real((capacity,), rng)
         keys = ops.where(arange(capacity) < count, keys, -1.0)
         drawn = ops.topk(keys, sample_size, sorted=False)[1].astype(ms.int32)
     if ordered:
@@ -218,7 +216,7 @@ def sample_indices(head, count, sample_size, capacity, ordered=False, replace=Tr
 
 
 @draws
-def sample(columns, head, count, sample_size, ordered=False, replace=True, seed=None, check=True):
+def sample(columns, head, count, sample_size, ordered=False, replace=True, rng=None, check=True):
     """Draw ``sample_size`` items; see :func:`sample_indices` for the arguments.
 
     Returns:
@@ -229,19 +227,19 @@ def sample(columns, head, count, sample_size, ordered=False, replace=True, seed=
         >>> import numpy as np
         >>> import mindspore as ms
         >>> from mindspore import Tensor
-        >>> from mindspore_rl_buffer.ops import sample
+        >>> from mindspore_rl_buffer.ops import random_state, sample
         >>> column = Tensor(np.arange(5, dtype=np.float32).reshape(5, 1))
-        >>> logical, (rows,) = sample([column], Tensor(0, ms.int32), Tensor(3, ms.int32), 8)
+        >>> logical, (rows,) = sample([column], Tensor(0, ms.int32), Tensor(3, ms.int32), 8, rng=random_state(0))
         >>> bool((rows.asnumpy() < 3).all()), rows.shape
         (True, (8, 1))
     """
     capacity = capacity_of(columns)
-    physical, logical = sample_indices(head, count, sample_size, capacity, ordered, replace, seed, check)
+    physical, logical = sample_indices(head, count, sample_size, capacity, ordered, replace, rng, check)
     return logical, tuple(ops.gather(column, physical, 0) for column in columns)
 
 
 @draws
-def sample_windows(head, count, sample_size, num_steps, capacity, seed=None, check=True):
+def sample_windows(head, count, sample_size, num_steps, capacity, rng=None, check=True):
     """Draw ``sample_size`` windows of ``num_steps`` consecutive logical rows.
 
     A window starts at a logical index drawn uniformly from ``[0, count - num_steps]``, so
@@ -253,7 +251,8 @@ def sample_windows(head, count, sample_size, num_steps, capacity, seed=None, che
         sample_size (int): Windows to draw.
         num_steps (int): Rows per window.
         capacity (int): Rows per column.
-        seed (int): Seed of the random operator; ``None`` follows ``mindspore.set_seed``.
+        rng (tuple[Parameter, Parameter]): The generator's state, advanced by the draw
+            (see :func:`~mindspore_rl_buffer.ops.random_state`).
             Default: ``None``.
         check (bool): Guard ``count >= num_steps`` inside the graph. Default: ``True``.
 
@@ -268,14 +267,14 @@ def sample_windows(head, count, sample_size, num_steps, capacity, seed=None, che
     Examples:
         >>> import mindspore as ms
         >>> from mindspore import Tensor
-        >>> from mindspore_rl_buffer.ops import sample_windows
-        >>> rows, logical = sample_windows(Tensor(2, ms.int32), Tensor(5, ms.int32), 3, 5, 5)
+        >>> from mindspore_rl_buffer.ops import random_state, sample_windows
+        >>> rows, logical = sample_windows(Tensor(2, ms.int32), Tensor(5, ms.int32), 3, 5, 5, random_state(0))
         >>> rows.asnumpy().tolist()  # the only window of 5 steps: oldest (row 2) to newest
         [[2, 3, 4, 0, 1], [2, 3, 4, 0, 1], [2, 3, 4, 0, 1]]
     """
     valid = count - num_steps + 1
     bound = ops.maximum(valid, 1) if check else valid
-    starts = uniform_int((sample_size, 1), bound, seed, STREAM_WINDOWS)
+    starts = uniform_int((sample_size, 1), bound, rng)
     logical = starts + arange(num_steps)
     rows = logical_to_physical(head, logical, capacity)
     if check:

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops._common import STREAM_GLOBAL, arange, capacity_of, draws, guarded, sort_ints, uniform_int
+from mindspore_rl_buffer.ops._common import arange, capacity_of, draws, guarded, sort_ints
 from mindspore_rl_buffer.ops.ring import logical_to_physical
+from mindspore_rl_buffer.ops.rng import uniform_int
 
 # How each column dtype travels, in 32-bit words, exactly. MindSpore 2.10's CPU AllGather
 # (mccl) rounds int64 and float64 to 32 bits and refuses int8/uint8 (measured), so every
@@ -158,7 +159,7 @@ def locate(counts, index):
 
 
 @draws
-def draw_global(counts, sample_size, ordered=False, seed=None, bound=None):
+def draw_global(counts, sample_size, ordered=False, rng=None, bound=None):
     """Draw ``sample_size`` global indexes uniformly over the union of the shards.
 
     Args:
@@ -166,7 +167,8 @@ def draw_global(counts, sample_size, ordered=False, seed=None, bound=None):
         sample_size (int): Draws.
         ordered (bool): Sort the draws ascending (oldest first within a shard, shards in
             rank order). Default: ``False``.
-        seed (int): Seed of the random operator; ``None`` follows ``mindspore.set_seed``.
+        rng (tuple[Parameter, Parameter]): The generator's state, advanced by the draw
+            (see :func:`~mindspore_rl_buffer.ops.random_state`).
             Default: ``None``.
         bound (int): An upper bound of the total (the union's capacity), which lets an
             ordered draw of more than 4,096 sort as float32 keys on GPU (see
@@ -177,7 +179,7 @@ def draw_global(counts, sample_size, ordered=False, seed=None, bound=None):
         scalar). When the total is 0 the draws are all 0, meaningless: check the total.
     """
     total = counts.sum().astype(ms.int32)
-    drawn = uniform_int((sample_size,), ops.maximum(total, 1), seed, STREAM_GLOBAL)
+    drawn = uniform_int((sample_size,), ops.maximum(total, 1), rng)
     if ordered:
         drawn = sort_ints(drawn, bound)[0]
     return drawn, total
@@ -247,7 +249,7 @@ def combine_rows(values, owner, group):
 
 
 @draws
-def sample_global(columns, head, count, sample_size, rank, group, ordered=False, seed=None, check=True):
+def sample_global(columns, head, count, sample_size, rank, group, ordered=False, rng=None, check=True):
     """Draw ``sample_size`` items uniformly over the union of all shards; the same on every rank.
 
     A collective call: every rank of ``group`` must call it, in the same order relative to
@@ -261,8 +263,8 @@ def sample_global(columns, head, count, sample_size, rank, group, ordered=False,
         rank (int): This rank in ``group``.
         group (str): The communication group.
         ordered (bool): Oldest first within a shard, shards in rank order. Default: ``False``.
-        seed (int): Seed of the random operator (only rank 0's draws are used); ``None``
-            follows ``mindspore.set_seed``. Default: ``None``.
+        rng (tuple[Parameter, Parameter]): The generator's state (only rank 0's draws are used;
+            every rank's counter advances alike).
         check (bool): Guard against an empty union inside the graph (one Assert kernel); every
             rank sees the same total, so every rank fails alike. Default: ``True``.
 
@@ -280,7 +282,7 @@ def sample_global(columns, head, count, sample_size, rank, group, ordered=False,
         ``GPU`` ``CPU``
     """
     counts = gather_counts(count, group)
-    drawn, total = draw_global(counts, sample_size, ordered, seed, capacity_of(columns) * counts.shape[0])
+    drawn, total = draw_global(counts, sample_size, ordered, rng, capacity_of(columns) * counts.shape[0])
     drawn = share_from_root(drawn, group)
     owner, local = locate(counts, drawn)
     values = gather_owned(columns, head, owner, local, rank)

@@ -47,14 +47,13 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
 from mindspore_rl_buffer.ops._common import (
-    STREAM_SAMPLE,
     arange,
     draws,
     guarded,
     offsets,
-    uniform_int,
     write_rows,
 )
+from mindspore_rl_buffer.ops.rng import uniform_int
 from mindspore_rl_buffer.ops.stacks import flat_to_logical
 
 
@@ -188,7 +187,7 @@ def _select(ranks, lower, draws, starts=None):
 
 
 @draws
-def draw_starts(ranks, head, count, sample_size, max_length, stack_size, n_step, seed=None, check=True,
+def draw_starts(ranks, head, count, sample_size, max_length, stack_size, n_step, rng=None, check=True,
                 starts=None):
     """Draw ``sample_size`` starts uniformly from the valid ones (with replacement), as flat rows.
 
@@ -199,7 +198,8 @@ def draw_starts(ranks, head, count, sample_size, max_length, stack_size, n_step,
     Args:
         sample_size (int): Starts to draw.
         max_length (int): Time rows of the ring.
-        seed (int): Seed of the random operator; ``None`` follows ``mindspore.set_seed``. Default: ``None``.
+        rng (tuple[Parameter, Parameter]): The generator's state, advanced by the draw
+            (see :func:`~mindspore_rl_buffer.ops.random_state`). Default: ``None``.
         check (bool): Guard against a buffer without a valid start. Default: ``True``.
         starts (Tensor): The start table (:func:`select_starts`), or ``None``. Default: ``None``.
 
@@ -215,21 +215,21 @@ def draw_starts(ranks, head, count, sample_size, max_length, stack_size, n_step,
         >>> import numpy as np
         >>> import mindspore as ms
         >>> from mindspore import Tensor
-        >>> from mindspore_rl_buffer.ops import draw_starts
+        >>> from mindspore_rl_buffer.ops import draw_starts, random_state
         >>> ranks = Tensor(np.array([-8, -7, -6, -6, -5, -4, -3, 0], np.int32))  # 7 rows; row 3 is final
-        >>> rows, total = draw_starts(ranks, Tensor(0, ms.int32), Tensor(7, ms.int32), 64, 8, 1, 1)
+        >>> rows, total = draw_starts(ranks, Tensor(0, ms.int32), Tensor(7, ms.int32), 64, 8, 1, 1, random_state(0))
         >>> sorted(set(rows.asnumpy().tolist())), int(total)
         ([1, 2, 4, 5], 4)
     """
     lower, total = _bounds(ranks, head, count, max_length, stack_size, n_step)
-    flat = _select(ranks, lower, uniform_int((sample_size,), ops.maximum(total, 1), seed, STREAM_SAMPLE), starts)
+    flat = _select(ranks, lower, uniform_int((sample_size,), ops.maximum(total, 1), rng), starts)
     if check:
         flat, total = guarded((flat, total), total >= 1, [count, total])
     return flat, total
 
 
 @draws
-def sample_starts(ranks, head, count, sample_size, max_length, stack_size, n_step, seed=None, check=True,
+def sample_starts(ranks, head, count, sample_size, max_length, stack_size, n_step, rng=None, check=True,
                   starts=None):
     """:func:`draw_starts` as logical rows and environments.
 
@@ -241,13 +241,14 @@ def sample_starts(ranks, head, count, sample_size, max_length, stack_size, n_ste
         >>> import numpy as np
         >>> import mindspore as ms
         >>> from mindspore import Tensor
-        >>> from mindspore_rl_buffer.ops import sample_starts
+        >>> from mindspore_rl_buffer.ops import random_state, sample_starts
         >>> ranks = Tensor(np.array([-8, -7, -6, -5, -4, 0, 0, 0], np.int32))  # 5 rows, no episode end
-        >>> rows, envs, total = sample_starts(ranks, Tensor(0, ms.int32), Tensor(5, ms.int32), 16, 8, 1, 1)
+        >>> rows, envs, total = sample_starts(ranks, Tensor(0, ms.int32), Tensor(5, ms.int32), 16, 8, 1, 1,
+        ...                                    random_state(0))
         >>> set(rows.asnumpy().tolist()) <= {1, 2, 3}, int(total)
         (True, 3)
     """
-    flat, total = draw_starts(ranks, head, count, sample_size, max_length, stack_size, n_step, seed, check, starts)
+    flat, total = draw_starts(ranks, head, count, sample_size, max_length, stack_size, n_step, rng, check, starts)
     return (*flat_to_logical(flat, head, max_length, ranks.shape[0] // max_length), total)
 
 

@@ -19,6 +19,7 @@ from mindspore_rl_buffer.ops import (
     insert_priorities,
     leaf_values,
     priority_sample,
+    random_state,
     set_leaves,
     tree_size,
     tree_writes,
@@ -296,10 +297,10 @@ def test_drift_guard_never_returns_an_unstored_or_zero_leaf():
 
 
 # ------------------------------------------------------------------ sample
-def sample_of(capacity, sample_size):
-    def run(sum_tree, min_tree, count, beta):
-        return priority_sample(sum_tree, min_tree, count, sample_size, beta, capacity)
-    return run
+def sample_of(path, capacity, sample_size, seed=0):
+    def run(key, counter, sum_tree, min_tree, count, beta):
+        return priority_sample(sum_tree, min_tree, count, sample_size, beta, capacity, (key, counter))
+    return on_path(path, run, random_state(seed))
 
 
 def importance_weights(leaves, count, slots, beta) -> np.ndarray:
@@ -311,13 +312,12 @@ def importance_weights(leaves, count, slots, beta) -> np.ndarray:
 
 @pytest.mark.parametrize("path", PATHS)
 def test_sample_draws_one_slot_per_stratum_in_proportion_to_its_leaf(path):
-    ms.set_seed(7)
     # Leaves 1, 3, 1, 3, ...: with 8 draws stratum j is exactly the mass of slots 2j and
     # 2j + 1, so draw j must be one of them, slot 2j a quarter of the time.
     capacity, sample_size = 16, 8
     model = TreeModel(capacity)
     model.set(np.arange(capacity), np.tile([1.0, 3.0], 8).astype(np.float32))
-    run = on_path(path, sample_of(capacity, sample_size))
+    run = sample_of(path, capacity, sample_size, seed=7)
     evens, calls = 0, 40
     for _ in range(calls):
         slots, _ = run(*(Tensor(t) for t in (model.sums, model.mins)), Tensor(capacity, I32), Tensor(1.0))
@@ -333,12 +333,11 @@ def test_sample_draws_one_slot_per_stratum_in_proportion_to_its_leaf(path):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_sample_finds_stored_slots_within_their_strata_with_the_weights_formula(path):
-    ms.set_seed(8)
     rng = np.random.default_rng(8)
     capacity, count, sample_size = CAPACITY, 5, 16  # unfilled: slots 5, 6 (and leaf 7) unstored
     model = TreeModel(capacity)
     model.set(np.arange(count), leaf_of(10.0 ** rng.uniform(-1, 1, count)).astype(np.float32))
-    run = on_path(path, sample_of(capacity, sample_size))
+    run = sample_of(path, capacity, sample_size, seed=8)
     leaves = model.leaves().astype(np.float64)
     ends = np.cumsum(leaves)
     starts, total = ends - leaves, ends[-1]
@@ -363,7 +362,7 @@ def test_sample_finds_stored_slots_within_their_strata_with_the_weights_formula(
 @pytest.mark.parametrize("path", PATHS)
 def test_sample_from_empty_trees_fails_its_guard(path):
     sum_tree, min_tree = empty_trees(CAPACITY)
-    assert_guard_fails(on_path(path, sample_of(CAPACITY, 4)), sum_tree, min_tree, Tensor(0, I32), Tensor(0.5))
+    assert_guard_fails(sample_of(path, CAPACITY, 4), sum_tree, min_tree, Tensor(0, I32), Tensor(0.5))
 
 
 # ------------------------------------------------------------------ insert_priorities

@@ -11,7 +11,7 @@ import mindspore as ms
 import numpy as np
 import pytest
 from mindspore import Tensor
-from mindspore_rl_buffer.ops import draw_slots, plan_writes, reservoir_insert
+from mindspore_rl_buffer.ops import draw_slots, plan_writes, random_state, reservoir_insert
 from scipy.stats import chi2, chisquare
 
 from tests.helpers import DTYPES, PATHS, SHAPES, apply_in_order, decode, encoded_batch, on_path, parameter
@@ -40,17 +40,16 @@ def algorithm_r(columns, seen: int, batch, slots, accepted) -> None:
 
 
 # ------------------------------------------------------------------ draw_slots
-def draw_slots_of(batch_size, capacity=CAPACITY):
-    def run(seen):
-        return draw_slots(seen, batch_size, capacity)
-    return run
+def draw_slots_of(path, batch_size, capacity=CAPACITY, seed=0):
+    def run(key, counter, seen):
+        return draw_slots(seen, batch_size, capacity, (key, counter))
+    return on_path(path, run, random_state(seed))
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_draw_slots_while_filling_give_the_next_slots_in_order(path):
-    ms.set_seed(1)  # the draws for items past the capacity are then the same on every run
     for seen, batch_size in [(0, 1), (0, 5), (3, 4), (0, CAPACITY)]:  # the last two fill exactly
-        slots, accepted = on_path(path, draw_slots_of(batch_size))(Tensor(seen, I64))
+        slots, accepted = draw_slots_of(path, batch_size, seed=1)(Tensor(seen, I64))
         assert slots.dtype == ms.int32 and accepted.dtype == ms.bool_
         assert slots.asnumpy().tolist() == list(range(seen, seen + batch_size))
         assert accepted.asnumpy().all()
@@ -58,8 +57,7 @@ def test_draw_slots_while_filling_give_the_next_slots_in_order(path):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_draw_slots_crossing_the_end_of_filling_fill_first_then_draw(path):
-    ms.set_seed(2)
-    run = on_path(path, draw_slots_of(6))
+    run = draw_slots_of(path, 6, seed=2)
     for _ in range(20):
         slots, accepted = (x.asnumpy() for x in run(Tensor(5, I64)))  # items 6 and 7 fill, 8 to 11 draw
         assert slots[:2].tolist() == [5, 6] and accepted[:2].all()
@@ -68,11 +66,10 @@ def test_draw_slots_crossing_the_end_of_filling_fill_first_then_draw(path):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_draw_slots_after_filling_accept_item_k_with_probability_capacity_over_k(path):
-    ms.set_seed(3)
     # A reservoir of 100 just full, offered items k = 101 .. 6100 in one batch, three times:
     # P(accept) falls from 100/101 to 100/6100 along the batch.
     capacity, seen, batch_size, calls = 100, 100, 6000, 3
-    run = on_path(path, draw_slots_of(batch_size, capacity))
+    run = draw_slots_of(path, batch_size, capacity, seed=3)
     accepted_counts, all_slots, accepted_slots = np.zeros(batch_size), [], []
     for _ in range(calls):
         slots, accepted = (x.asnumpy() for x in run(Tensor(seen, I64)))
@@ -138,16 +135,13 @@ def test_plan_writes_follows_algorithm_r_item_by_item_in_any_scatter_order():
 
 
 # ------------------------------------------------------------------ insert
-def _draws_and_insert(state, action, reward, seen, new_state, new_action, new_reward):
-    """The batch's draws and the insert that makes them: two identical seeded draws in one
-    graph give the same values (if they ever differ, the model comparison fails loudly)."""
-    slots, accepted = draw_slots(seen, new_action.shape[0], CAPACITY, SEED)
-    new_seen, count = reservoir_insert([state, action, reward], seen, [new_state, new_action, new_reward], SEED)
+def _draws_and_insert(state, action, reward, key, counter, key_2, counter_2, seen, new_state, new_action, new_reward):
+    """The batch's draws and the insert that makes them, from two generators in the same state
+    (if their draws ever differ, the model comparison fails loudly)."""
+    slots, accepted = draw_slots(seen, new_action.shape[0], CAPACITY, (key, counter))
+    new_seen, count = reservoir_insert([state, action, reward], seen, [new_state, new_action, new_reward],
+                                       (key_2, counter_2))
     return slots, accepted, new_seen, count
-
-
-def _insert(state, action, reward, seen, new_state, new_action, new_reward):
-    return reservoir_insert([state, action, reward], seen, [new_state, new_action, new_reward], SEED)
 
 
 class Reservoir:
@@ -156,24 +150,12 @@ class Reservoir:
     def __init__(self, path: str, columns) -> None:
         self.path = path
         self.columns = [parameter(column, name) for column, name in zip(columns, NAMES)]
-        if path == "compiled":
-            self.draws_and_insert = on_path(path, _draws_and_insert, self.columns)
-            self.insert = on_path(path, _insert, self.columns)
+        self.rngs = [*random_state(SEED, "draws"), *random_state(SEED, "insert")]
+        self.draws_and_insert = on_path(path, _draws_and_insert, [*self.columns, *self.rngs])
 
     def offer(self, seen: int, batch, step: int):
         """``(slots, accepted, new seen, count)`` of inserting ``batch``; no draws for an empty one."""
         seen, batch = Tensor(seen, I64), [Tensor(x) for x in batch]
-        batch_size = batch[0].shape[0]
-        if self.path == "direct":
-            # set_seed restarts the random operators: the insert draws what draw_slots drew.
-            draws = (np.zeros(0, np.int32), np.zeros(0, bool))
-            if batch_size:
-                ms.set_seed(step)
-                draws = tuple(x.asnumpy() for x in draw_slots(seen, batch_size, CAPACITY, SEED))
-            ms.set_seed(step)
-            return (*draws, *reservoir_insert(self.columns, seen, batch, SEED))
-        if batch_size == 0:
-            return (np.zeros(0, np.int32), np.zeros(0, bool), *self.insert(seen, *batch))
         slots, accepted, new_seen, count = self.draws_and_insert(seen, *batch)
         return slots.asnumpy(), accepted.asnumpy(), new_seen, count
 

@@ -20,6 +20,7 @@ from mindspore_rl_buffer.ops import (
     insert_rows,
     logical_to_physical,
     physical_to_logical,
+    random_state,
     sample,
     sample_indices,
     sample_windows,
@@ -247,11 +248,11 @@ def assert_valid_draws(model: RingModel, physical, logical, ordered: bool, repla
         assert len(set(logical)) == len(logical), "without replacement: distinct items"
 
 
-def _sample_indices(head, count, sample_size, capacity, ordered, replace):
-    return sample_indices(head, count, sample_size, capacity, ordered, replace)
+def _sample_indices(key, counter, head, count, sample_size, capacity, ordered, replace):
+    return sample_indices(head, count, sample_size, capacity, ordered, replace, (key, counter))
 
 
-SAMPLE_INDICES = {path: on_path(path, _sample_indices) for path in PATHS}
+SAMPLE_INDICES = {path: on_path(path, _sample_indices, random_state(3)) for path in PATHS}
 ORDER_AND_REPLACE = list(itertools.product((False, True), (True, False)))
 ORDER_AND_REPLACE_IDS = [f"{'ordered' if o else 'unordered'}-{'with' if r else 'without'}_replacement"
                          for o, r in ORDER_AND_REPLACE]
@@ -260,7 +261,6 @@ ORDER_AND_REPLACE_IDS = [f"{'ordered' if o else 'unordered'}-{'with' if r else '
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize(("ordered", "replace"), ORDER_AND_REPLACE, ids=ORDER_AND_REPLACE_IDS)
 def test_sample_indices_draw_stored_items_at_their_rows(ordered, replace, path):
-    ms.set_seed(3)
     for state in STATES:
         model = ring_after(STATES[state])
         for _ in range(10):
@@ -276,8 +276,7 @@ def test_sample_indices_draw_stored_items_at_their_rows(ordered, replace, path):
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("ordered", [False, True], ids=["unordered", "ordered"])
 def test_sample_indices_with_replacement_are_uniform_over_the_stored_items(ordered, path):
-    ms.set_seed(11)
-    run = on_path(path, _sample_indices)  # compiled after set_seed: the draws are fixed
+    run = on_path(path, _sample_indices, random_state(11))  # seeded: the draws are fixed
     for state in ("unfilled", "wrapped"):
         model = ring_after(STATES[state])
         physical, logical = run(*cursors(model), 400 * model.count, CAPACITY, ordered, True)
@@ -295,8 +294,7 @@ def test_sample_indices_with_replacement_are_uniform_over_the_stored_items(order
 @pytest.mark.parametrize("ordered", [False, True], ids=["unordered", "ordered"])
 @pytest.mark.slow
 def test_sample_indices_without_replacement_draw_every_subset_alike(ordered, path):
-    ms.set_seed(12)
-    run = on_path(path, _sample_indices)
+    run = on_path(path, _sample_indices, random_state(12))
     model = ring_after(STATES["wrapped"])
     subsets = {subset: 0 for subset in itertools.combinations(range(CAPACITY), 3)}
     for _ in range(350):
@@ -310,17 +308,16 @@ def test_sample_indices_without_replacement_draw_every_subset_alike(ordered, pat
     assert chisquare(list(subsets.values())).pvalue > 1e-4, subsets
 
 
-def _sample(state, action, reward, head, count, sample_size, ordered, replace):
-    return sample([state, action, reward], head, count, sample_size, ordered, replace)
+def _sample(key, counter, state, action, reward, head, count, sample_size, ordered, replace):
+    return sample([state, action, reward], head, count, sample_size, ordered, replace, (key, counter))
 
 
-SAMPLE = {path: on_path(path, _sample) for path in PATHS}
+SAMPLE = {path: on_path(path, _sample, random_state(5)) for path in PATHS}
 
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize(("ordered", "replace"), ORDER_AND_REPLACE, ids=ORDER_AND_REPLACE_IDS)
 def test_sample_gathers_the_intact_rows_of_the_items_it_names(ordered, replace, path):
-    ms.set_seed(5)
     for state in STATES:
         model = ring_after(STATES[state])
         for _ in range(5):
@@ -346,22 +343,26 @@ SAMPLE_VIOLATIONS = {  # (items stored, sample size, with replacement)
 def test_sample_indices_fail_their_guard_without_enough_items(case, path):
     stored, sample_size, replace = SAMPLE_VIOLATIONS[case]
     model = ring_after(stored)
-    assert_guard_fails(on_path(path, _sample_indices), *cursors(model), sample_size, CAPACITY, False, replace)
+    run = on_path(path, _sample_indices, random_state(0))
+    assert_guard_fails(run, *cursors(model), sample_size, CAPACITY, False, replace)
 
 
 @pytest.mark.parametrize(("case", "path"), [*((case, "direct") for case in SAMPLE_VIOLATIONS), ("empty", "compiled")])
 def test_sample_fails_its_guard_without_enough_items(case, path):
     stored, sample_size, replace = SAMPLE_VIOLATIONS[case]
     model = ring_after(stored)
-    assert_guard_fails(on_path(path, _sample), *(Tensor(c) for c in model.columns), *cursors(model), sample_size,
-                       False, replace)
+    run = on_path(path, _sample, random_state(0))
+    assert_guard_fails(run, *(Tensor(c) for c in model.columns), *cursors(model), sample_size, False, replace)
 
 
 # ------------------------------------------------------------------ sample_windows
+def _sample_windows(key, counter, head, count, sample_size, num_steps, capacity):
+    return sample_windows(head, count, sample_size, num_steps, capacity, (key, counter))
+
+
 @pytest.mark.parametrize("path", PATHS)
 def test_sample_windows_are_consecutive_uniform_and_never_cross_the_write_position(path):
-    ms.set_seed(9)
-    run = on_path(path, sample_windows)
+    run = on_path(path, _sample_windows, random_state(9))
     sample_size = 1500  # one graph per window length
     for state, num_steps in [("wrapped", 3), ("unfilled", 2), ("wrapped", 7)]:  # 5, 3 and 1 start(s)
         model = ring_after(STATES[state])
@@ -391,7 +392,7 @@ WINDOW_VIOLATIONS = {  # (items stored, steps per window)
 def test_sample_windows_fail_their_guard_without_enough_rows(case, path):
     stored, num_steps = WINDOW_VIOLATIONS[case]
     model = ring_after(stored)
-    assert_guard_fails(on_path(path, sample_windows), *cursors(model), 4, num_steps, CAPACITY)
+    assert_guard_fails(on_path(path, _sample_windows, random_state(0)), *cursors(model), 4, num_steps, CAPACITY)
 
 
 # ------------------------------------------------------------------ gather_ordered

@@ -10,7 +10,7 @@ import mindspore as ms
 import numpy as np
 import pytest
 from mindspore import Tensor, jit
-from mindspore_rl_buffer.ops import combine_rows, draw_global, gather_owned, locate
+from mindspore_rl_buffer.ops import combine_rows, draw_global, gather_owned, locate, random_state
 from mindspore_rl_buffer.ops import sharded as sharded_ops
 from scipy.stats import chisquare
 
@@ -84,18 +84,17 @@ def test_locate_names_the_owner_and_its_logical_index_of_every_global_index(path
         assert [rank for rank, _ in got[total:]] == [len(counts) - 1] * 2
 
 
-def draw_global_of(sample_size, ordered):
-    def run(counts):
-        return draw_global(counts, sample_size, ordered)
-    return run
+def draw_global_of(path, sample_size, ordered, seed=0):
+    def run(key, counter, counts):
+        return draw_global(counts, sample_size, ordered, (key, counter))
+    return on_path(path, run, random_state(seed))
 
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("ordered", [False, True], ids=["unordered", "ordered"])
 def test_draw_global_draws_uniformly_over_the_union_of_the_shards(ordered, path):
-    ms.set_seed(6)
     counts = np.array([3, 0, 4, 1], np.int32)
-    drawn, total = on_path(path, draw_global_of(2400, ordered))(Tensor(counts))
+    drawn, total = draw_global_of(path, 2400, ordered, seed=6)(Tensor(counts))
     assert total.dtype == I32 and total.shape == () and int(total) == 8
     drawn = drawn.asnumpy()
     assert drawn.dtype == np.int32 and drawn.shape == (2400,)
@@ -110,7 +109,7 @@ def test_draw_global_draws_uniformly_over_the_union_of_the_shards(ordered, path)
 
 @pytest.mark.parametrize("path", PATHS)
 def test_draw_global_over_empty_shards_gives_a_zero_total(path):
-    drawn, total = on_path(path, draw_global_of(5, False))(Tensor(np.zeros(3, np.int32)))
+    drawn, total = draw_global_of(path, 5, False)(Tensor(np.zeros(3, np.int32)))
     assert int(total) == 0 and drawn.asnumpy().tolist() == [0] * 5  # meaningless, as documented
 
 

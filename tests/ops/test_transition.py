@@ -4,17 +4,18 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 import pytest
-from mindspore import Parameter, Tensor, jit
+from mindspore import Parameter, Tensor
 from mindspore_rl_buffer.ops import (
     count_starts,
     final_rows,
     insert_steps,
+    random_state,
     sample_starts,
     select_starts,
     transition_windows,
 )
 
-from tests.helpers import EpisodeStream, TransitionModel
+from tests.helpers import EpisodeStream, TransitionModel, on_path
 
 GAMMA = 0.75
 # (num_envs, stack_size, n_step, max_length, end probability, batch sizes): filling from empty,
@@ -138,20 +139,18 @@ def test_sample_starts_is_guarded_inside_a_graph():
     state = OperatorState(1, 8)
     state.insert(EpisodeStream(1, seed=0, end_probability=0.0).take(3))  # no start has its bootstrap yet
 
-    @jit
-    def draw(head, count):
-        return sample_starts(state.ranks, head, count, 4, 8, 2, 2)
+    def draw(key, counter, head, count):
+        return sample_starts(state.ranks, head, count, 4, 8, 2, 2, (key, counter))
 
     with pytest.raises(RuntimeError, match="assert failed"):
-        draw(*state.cursors())[0].asnumpy()
+        on_path("compiled", draw, random_state(0))(*state.cursors())[0].asnumpy()
 
 
 def test_sample_starts_draws_only_valid_starts_and_all_of_them():
-    ms.set_seed(7)
     case = CASES[2]
     *_, (state, model) = snapshots(case)
     valid = model.valid_starts()
-    rows, envs, total = sample_starts(state.ranks, *state.cursors(), 4000, case[3], case[1], case[2])
+    rows, envs, total = sample_starts(state.ranks, *state.cursors(), 4000, case[3], case[1], case[2], random_state(7))
     picked = set(zip(rows.asnumpy().tolist(), envs.asnumpy().tolist()))
     assert int(total) == len(valid) and picked == set(valid)
 
