@@ -15,8 +15,8 @@ from typing import Any
 
 import mindspore as ms
 
-from mindspore_rl_buffer import _errors
-from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destroy, insert_plan, refuse_destroyed
+from mindspore_rl_buffer import _errors, shard_files
+from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destroy, insert_plan
 from mindspore_rl_buffer._validation import (
     check_bool,
     check_capacity,
@@ -29,11 +29,9 @@ from mindspore_rl_buffer._validation import (
     check_transition,
     transition_of,
 )
-from mindspore_rl_buffer.checkpoint import Checkpointable, load_checkpoint, save_checkpoint, spec_record
+from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
 from mindspore_rl_buffer.core import given_columns
-from mindspore_rl_buffer.files import saved_world_sizes, shard_path
 from mindspore_rl_buffer.ops import sharded as sharded_ops
-from mindspore_rl_buffer.ops._common import owned_seed
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec
 
@@ -110,8 +108,8 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
     ``world_size == 1`` and the buffer behaves exactly like a :class:`ReplayBuffer` with the
     same arguments: the same checks, state and samples.
 
-    Collective calls: with ``world_size > 1``, :meth:`size`, :meth:`full` and, with
-    ``sampling='global'``, :meth:`sample` communicate. Every rank must call them, in the same
+    Collective calls: with ``world_size > 1``, :meth:`size`, :meth:`full`, :meth:`save`,
+    :meth:`load` and, with ``sampling='global'``, :meth:`sample` communicate. Every rank must call them, in the same
     order, including ranks whose shard is empty, or the job hangs. Their checks agree on
     every rank (an empty union raises on every rank alike), so no rank leaves a collective
     that another has entered.
@@ -187,7 +185,6 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         self._sampling = sampling
         self._ordered = check_bool(op, "ordered", ordered)
         self._seed = check_seed(op, seed)  # an int: a numpy integer would not go into the checkpoint's JSON
-        self._draw_seed = owned_seed(self._seed)  # what the random operators take
         try:
             self.storage = ReplayBuffer(sample_size, shard_capacities(capacity, world_size)[rank], shapes, types,
                                         ordered=ordered, seed=self._seed, names=names)
@@ -308,7 +305,7 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         storage = self.storage
         total, drawn, values = sharded_ops.sample_global(storage.columns, storage.head, storage.count,
                                                          self._sample_size, self._rank, self._group, ordered,
-                                                         self._draw_seed, check)
+                                                         self.storage.rng(), check)
         values = storage.decode(values)
         if not check:
             # A direct call: the host checks the total after the launch (see _host_sample).
@@ -361,12 +358,13 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
 
     def save(self, path: str | os.PathLike) -> str:
         """Write this rank's shard to its own file, ``<path>.rank<r>-of-<n>.safetensors`` (or ``.ckpt``,
-        as ``path`` ends; ``.ckpt`` if it ends in neither); no communication.
+        as ``path`` ends; ``.ckpt`` if it ends in neither).
 
-        Written atomically (temporary file, fsync, rename), in the one checkpoint format of
-        every buffer (:func:`~mindspore_rl_buffer.save_checkpoint`): the shard's columns and
-        cursors and the record :meth:`load` checks (world size, rank, capacities, columns).
-        Call it on every rank.
+        Written in the one checkpoint format of every buffer
+        (:func:`~mindspore_rl_buffer.save_checkpoint`): the shard's columns and cursors and the
+        record :meth:`load` checks. With several ranks, a collective call, all or nothing: each
+        rank writes a pending file, and renames it over its rank file only if every rank wrote
+        (``mindspore_rl_buffer.shard_files``).
 
         Args:
             path (Union[str, os.PathLike]): The checkpoint's name; its ``.safetensors`` or
@@ -374,41 +372,35 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
 
         Returns:
             str, the file written.
+
+        Raises:
+            RuntimeError: If the buffer was destroyed (on any rank, with several).
+            ValueError: If a rank file's path is a folder or lies under a file; files are kept.
+            OSError: If a rank file cannot be written; every rank keeps its earlier file.
         """
-        file = shard_path(path, self._rank, self._world_size)
-        save_checkpoint(self, file)
-        return file
+        return shard_files.save_shard(self, path, self._group)
 
     def load(self, path: str | os.PathLike) -> None:
-        """Restore this rank's shard, in place, from the file :meth:`save` wrote; no communication.
-
-        The Parameters are restored in place, so graphs that already use the buffer (a
-        user's compiled ``construct`` included) see the restored state.
+        """Restore this rank's shard, in place (so graphs compiled before, a user's ``construct``
+        included, see the restored state), from the file :meth:`save` wrote.
 
         With one rank, a file that plain ``mindspore.save_checkpoint(buffer, path)`` wrote at
-        ``path`` itself loads too, when no rank file lies beside it.
+        ``path`` itself loads too, when no rank file lies beside it. With several, a collective
+        call, all or nothing: every rank validates its own file before any shard changes; if
+        one fails, every rank raises (the others naming the failing ranks and their causes)
+        and every shard is left unchanged (``mindspore_rl_buffer.shard_files``).
 
         Args:
             path (Union[str, os.PathLike]): The name given to :meth:`save`.
 
         Raises:
-            RuntimeError: If the buffer was destroyed.
+            RuntimeError: If the buffer was destroyed (on any rank, with several).
             ValueError: If the checkpoint was saved by a job of another world size, or its
                 rank, capacities or columns differ from this buffer's, or its cursors break
-                the contract; nothing is changed.
-            FileNotFoundError: If there is no checkpoint for this rank at all.
+                the contract (on any rank); nothing is changed.
+            FileNotFoundError: If there is no checkpoint for this rank (for any rank) at all.
         """
-        op = "load"
-        refuse_destroyed(op, self)
-        file = shard_path(path, self._rank, self._world_size)
-        if not os.path.isfile(file) and self._world_size == 1 and os.path.isfile(path):
-            file = path  # one rank's whole buffer, as mindspore.save_checkpoint writes it
-        if not os.path.isfile(file):
-            saved = sorted(saved_world_sizes(path) - {self._world_size})
-            if saved:
-                raise _errors.world_size_error(op, os.fspath(path), saved[0], self._world_size)
-            raise _errors.missing_shard_error(op, file)
-        load_checkpoint(file, self)
+        shard_files.load_shard(self, path, self._group)
 
     def extend_repr(self) -> str:
         return (f"sampling={self._sampling!r}, rank={self._rank}, world_size={self._world_size}, "

@@ -60,6 +60,20 @@ def attempt(call) -> str | None:
     return None
 
 
+def failure(call) -> list:
+    """The type and message of the error ``call()`` raised (None if it returned)."""
+    try:
+        call()
+    except Exception as error:  # the test names what was raised
+        return [type(error).__name__, str(error)]
+    return [None, None]
+
+
+def state_of(buffer) -> list:
+    return [[c.asnumpy().tolist() for c in buffer.storage.columns], int(buffer.storage.head),
+            int(buffer.storage.count)]
+
+
 def insert(buffers, rank: int, start: int, n: int) -> None:
     for buffer in buffers:
         buffer.insert(encoded_batch(1000 * rank + start, n))
@@ -127,6 +141,29 @@ def main(out: Path) -> None:
     seen["restored"] = before == after
     seen["after_load_stored"] = stored(small)
     seen["after_load"] = ids(learner(*(Tensor(x) for x in encoded_batch(1000 * rank + 900, 1)))[3])
+
+    # All or nothing: a rank whose file is missing or corrupt, or cannot be written, fails the
+    # load or save on both ranks at once, and no shard or earlier file changes.
+    agreed = out / "ckpt" / "agreed.ckpt"
+    own = Path(small.save(agreed))
+    insert([small], rank, 950, 2)
+    changed = state_of(small)
+    if rank == 1:
+        own.unlink()
+    seen["agreed"] = {"missing": failure(lambda: small.load(agreed))}
+    small.save(agreed)
+    if rank == 0:
+        own.write_bytes(own.read_bytes()[:100])
+    seen["agreed"]["corrupt"] = failure(lambda: small.load(agreed))
+    seen["agreed"]["unchanged"] = state_of(small) == changed
+    kept = own.read_bytes()
+    if rank == 1:
+        own.unlink()
+        own.mkdir()
+    seen["agreed"]["unwritable"] = failure(lambda: small.save(agreed))
+    seen["agreed"]["kept"] = rank == 1 or own.read_bytes() == kept
+    seen["agreed"]["leftovers"] = sorted(path.name for path in own.parent.glob(f".{own.stem}.*"))  # pending
+    seen["agreed"]["size"] = int(small.size())
 
     # Dtypes the CPU AllGather refuses (uint8, int8) or rounds (int64), and -0.0 (which a sum
     # would not keep): rank r's item i = 10 * r + j is encoded in every column.

@@ -7,11 +7,8 @@ worker's ``decode`` already refused any torn row, and a row's number names its s
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +23,7 @@ from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, create_buffer
 from mindspore_rl_buffer.files import shard_path
 from mindspore_rl_buffer.sharded import shard_capacities
 from tests.helpers import DTYPES, MS_DTYPES, NAMES, SEQUENCE, SHAPES, RingModel, decode, encoded_batch
+from tests.msrun_helpers import end_job, free_port, without_chatter
 
 WORKER = Path(__file__).with_name("sharded_worker.py")
 # The job takes about 20-40 s on this 2-core machine (start-up, compiling, the scheduler).
@@ -194,36 +192,6 @@ def test_save_and_load_restore_the_shard_in_place_after_compilation(tmp_path):
 
 
 # ------------------------------------------------------------------ two ranks, msrun
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _descendants(pid: int) -> list[int]:
-    """Processes started by ``pid`` and by them, read from /proc (msrun puts workers in new sessions)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _kill(pids: list[int]) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
 def run_two_ranks(out: Path, timeout: float, script: Path = WORKER, args: list[str] | None = None) -> int | None:
     """Run ``script`` (default tests/sharded_worker.py) on 2 CPU ranks with msrun, within ``timeout`` seconds.
 
@@ -233,7 +201,7 @@ def run_two_ranks(out: Path, timeout: float, script: Path = WORKER, args: list[s
     bin_dir = Path(sys.executable).parent
     env = {key: value for key, value in os.environ.items() if not key.startswith(("MS_", "RANK_"))}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"  # msrun starts workers with the first python
-    command = [str(bin_dir / "msrun"), "--worker_num=2", "--local_worker_num=2", f"--master_port={_free_port()}",
+    command = [str(bin_dir / "msrun"), "--worker_num=2", "--local_worker_num=2", f"--master_port={free_port()}",
                f"--log_dir={out / 'logs'}", "--join=True", "--cluster_time_out=60", str(script),
                *([str(out)] if args is None else args)]
     with open(out / "msrun.log", "wb") as log:
@@ -244,15 +212,7 @@ def run_two_ranks(out: Path, timeout: float, script: Path = WORKER, args: list[s
         except subprocess.TimeoutExpired:
             return None
         finally:
-            _kill(_descendants(job.pid))
-            if job.poll() is None:
-                _kill([job.pid])
-                job.wait()
-
-
-def _without_chatter(log: str) -> str:
-    """A worker log without MindSpore's [INFO] and [WARNING] lines."""
-    return "\n".join(line for line in log.splitlines() if not line.startswith(("[INFO]", "[WARNING]")))
+            end_job(job)
 
 
 @pytest.fixture(scope="module")
@@ -262,7 +222,7 @@ def two_ranks(tmp_path_factory):
     code = run_two_ranks(out, JOB_TIMEOUT)
     reports = [out / f"rank{rank}.json" for rank in range(2)]
     if code != 0 or not all(report.exists() for report in reports):
-        logs = "\n".join(f"--- {path.name}\n" + _without_chatter(path.read_text(errors="replace"))[-3000:]
+        logs = "\n".join(f"--- {path.name}\n" + without_chatter(path.read_text(errors="replace"))[-3000:]
                          for path in sorted((out / "logs").glob("worker_*.log")))
         ending = f"timed out after {JOB_TIMEOUT} s" if code is None else f"exit code {code}"
         pytest.fail(f"the 2-rank job failed ({ending}):\n{logs}")
@@ -417,6 +377,26 @@ def test_load_refuses_a_checkpoint_of_another_world_size(two_ranks):
 
 @pytest.mark.slow
 @pytest.mark.whole_machine
+def test_a_load_or_save_that_fails_on_one_rank_fails_on_both_and_changes_nothing(two_ranks):
+    """mindspore_rl_buffer.shard_files: rank 1's file missing, rank 0's corrupt, rank 1's path a folder."""
+    first, second = (r["agreed"] for r in two_ranks[0])
+    cases = {"missing": ("FileNotFoundError", 1, "no checkpoint file for this rank at", "found no checkpoint file"),
+             "corrupt": ("ValueError", 0, "is not a readable checkpoint", "refused its file"),
+             "unwritable": ("ValueError", 1, "it is a folder, not a file", "cannot write its file")}
+    for case, (kind, failing, cause, code) in cases.items():
+        own, other = (second, first) if failing else (first, second)
+        assert own[case][0] == other[case][0] == kind, (case, own[case], other[case])
+        assert own[case][1].startswith("For '") and cause in own[case][1]  # the message one rank alone gives
+        assert f"failed on rank {failing} of 2, so no rank" in own[case][1]
+        assert f"failed on rank {failing} of 2, so no rank" in other[case][1]
+        assert f"rank {failing} {code} '" in other[case][1] and cause not in other[case][1]
+    assert first["unchanged"] and second["unchanged"] and first["kept"]
+    assert first["leftovers"] == second["leftovers"] == []  # no pending file left
+    assert first["size"] == second["size"]  # the next collective ran on both ranks
+
+
+@pytest.mark.slow
+@pytest.mark.whole_machine
 def test_the_main_job_trains_data_parallel_on_two_ranks(tmp_path):
     """configs/dqn_data_parallel.py: each rank collects into its own shard from its own CartPoles
     and the gradients are averaged, so both ranks end with identical Q-networks (without the
@@ -426,7 +406,7 @@ def test_the_main_job_trains_data_parallel_on_two_ranks(tmp_path):
             "--max-steps", "1600", "--out", str(tmp_path / "out")]
     code = run_two_ranks(tmp_path, JOB_TIMEOUT, script=root / "mindspore_rl_buffer" / "__main__.py", args=args)
     logs = [path.read_text(errors="replace") for path in sorted((tmp_path / "logs").glob("worker_*.log"))]
-    assert code == 0, "\n".join(_without_chatter(log)[-2000:] for log in logs)
+    assert code == 0, "\n".join(without_chatter(log)[-2000:] for log in logs)
     finals = [line for log in logs for line in log.splitlines() if line.startswith("final evaluation return")]
     assert len(finals) == 2 and finals[0] == finals[1]
     networks = [ms.load_checkpoint(str(tmp_path / "out" / f"rank{rank}" / "dqn_cartpole.ckpt")) for rank in range(2)]
