@@ -333,7 +333,7 @@ def load_checkpoint(path: str | os.PathLike, net: Any, *, restore: bool = True) 
         path (str): The checkpoint file (``.safetensors`` or ``.ckpt``).
         net (Union[nn.Cell, PyUniformReplayBuffer]): The buffer, or the network holding
             buffers, to restore.
-        restore (bool): ``False`` validates only; :func:`restore_validated` then restores
+        restore (bool): ``False`` validates only; ``restore_validated`` then restores
             (a sharded load, once every rank has validated its file). Default: ``True``.
 
     Returns:

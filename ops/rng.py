@@ -16,8 +16,8 @@ advances ``counter`` by ``n``, so
 The hash is two keyed rounds of a 32-bit integer finaliser (xor-shift, multiply, xor-shift,
 multiply, xor-shift; constants from Chris Wellons' hash search, "lowbias32"), computed
 exactly in int64: every product stays below ``2**63`` and is reduced modulo ``2**32``. The
-ops are ``bitwise_xor``, ``bitwise_and``, ``bitwise_right_shift``, ``mul`` and ``add``, all
-documented for Ascend, GPU and CPU. An integer in ``[0, high)`` is ``(bits * high) >> 32``
+ops are ``bitwise_xor``, ``bitwise_and``, ``bitwise_right_shift``, ``mul``, ``neg``, ``add``
+and ``assign_add``, all documented for Ascend, GPU and CPU. An integer in ``[0, high)`` is ``(bits * high) >> 32``
 (Lemire's multiply-shift), whose probabilities differ from ``1 / high`` by less than
 ``high / 2**32`` relatively; a float in ``[0, 1)`` takes the top 24 bits.
 
@@ -29,22 +29,29 @@ import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, ops
 
-MASK32 = 0xFFFFFFFF
 #: The bound of a key and of the counter a stream may reach: every ``counter + i`` stays exact in int64.
 KEY_END = COUNTER_END = 2**62
 _M1, _M2 = 0x7FEB352D, 0x846CA68B  # the finaliser's multipliers (the second above 2**31)
 
 
+# Bitwise ops, exact on every int64: MindSpore 2.10's CPU FloorDiv and FloorMod of int64 go
+# through floating point and are wrong above 2**53 (docs/platforms.md).
 def _shift(x, bits):
+    """``x >> bits`` for ``x >= 0``."""
     return ops.bitwise_right_shift(x, Tensor(bits, ms.int64))
+
+
+def _low32(x):
+    """``x mod 2**32``, in ``[0, 2**32)`` for any int64 ``x`` (two's complement)."""
+    return ops.bitwise_and(x, Tensor(2**32 - 1, ms.int64))
 
 
 def _mul32(x, multiplier):
     """``x * multiplier mod 2**32`` for ``0 <= x < 2**32``, exact in int64."""
     if multiplier < 2**31:
-        return ops.bitwise_and(x * multiplier, MASK32)
+        return _low32(x * multiplier)
     # multiplier = 2**32 - m with m < 2**31: x * multiplier = -x * m (mod 2**32)
-    return ops.bitwise_and(-(x * (2**32 - multiplier)), MASK32)
+    return _low32(-(x * (2**32 - multiplier)))
 
 
 def _finalise(x):
@@ -63,6 +70,11 @@ def _offsets(n):
 @ops.constexpr
 def _size(shape):
     return int(np.prod(shape))
+
+
+@ops.constexpr
+def _step(n):
+    return Tensor(n, ms.int64)
 
 
 @ops.constexpr
@@ -90,10 +102,10 @@ def random_bits(rng, n):
     key, counter = rng
     # The counter advanced and read in one side-effecting kernel: MindSpore can neither merge two
     # draws of one graph nor reorder them around each other.
-    at = ops.assign_add(counter, n) - n + _offsets(n)
-    low, high = ops.bitwise_and(at, MASK32), _shift(at, 32)
+    at = ops.assign_add(counter, _step(n)) - n + _offsets(n)
+    low, high = _low32(at), _shift(at, 32)
     # A scalar key split by two scalar kernels: a slice of a small tensor costs far more on CPU.
-    x = _finalise(ops.bitwise_xor(low, ops.bitwise_and(key, MASK32)))
+    x = _finalise(ops.bitwise_xor(low, _low32(key)))
     x = _finalise(ops.bitwise_xor(ops.bitwise_xor(x, high), _shift(key, 32)))
     return x
 
@@ -149,7 +161,7 @@ def random_state(seed: int | None = None, name: str = "rng") -> tuple[Parameter,
     pair to the operators that draw.
 
     Args:
-        seed (int): The seed; ``None`` follows ``mindspore.set_seed`` (see :func:`initial_key`).
+        seed (int): The seed; ``None`` follows ``mindspore.set_seed`` (see ``ops.rng.initial_key``).
             Default: ``None``.
         name (str): Prefix of the two Parameters' names. Default: ``'rng'``.
 
