@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -206,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
                             f"every collect steps all environments (default: config)")
     train.add_argument("--seed", type=_seed, default=None, help="random seed, in [0, 2**31) (default: config)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    train.add_argument("--compile-cache", default=None, metavar="DIR",
+                       help="keep the compiled graphs in DIR, one folder per config, seed and code, and load them "
+                            "in a later run of the same setting instead of compiling (default: compile every run)")
     evaluate = commands.add_parser("evaluate", help="play a trained agent's greedy episodes, print the mean return")
     evaluate.add_argument("--checkpoint", required=True,
                           help="a dqn_cartpole.ckpt written by train (or a .safetensors file of the same weights)")
@@ -256,6 +260,23 @@ def _train(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     _note_rounding(config, args.max_steps)
+    if args.compile_cache is not None:
+        from mindspore_rl_buffer import ShardedReplayBuffer
+        from mindspore_rl_buffer.apps.dqn.compile_cache import use_compile_cache
+
+        if issubclass(entry.buffer_type, ShardedReplayBuffer):  # each rank seeds its environments apart
+            print("error: --compile-cache is for single-process runs; the ranks of a ShardedReplayBuffer run "
+                  "compile graphs of their own", file=sys.stderr)
+            return 2
+        seed = setting(config, "trainer", "seed") if args.seed is None else args.seed
+        try:
+            use_compile_cache(args.compile_cache, config, seed, args.buffer, args.env, loop)
+        except OSError as error:  # a file by that name, a folder that cannot be written
+            return _failed(error, f"could not keep compiled graphs in --compile-cache {args.compile_cache!r}",
+                           args.compile_cache)
+    # MindSpore collects garbage before compiling each graph (three in a run): the objects that exist now
+    # (the imports', the config's) are left out of those collections while the run trains.
+    gc.freeze()
     try:
         result = trainer.train(config, args.out, buffer_kind=args.buffer, env_kind=args.env, max_steps=args.max_steps,
                                seed=args.seed, progress=not args.no_progress, loop=loop, overwrite=args.overwrite)
@@ -269,6 +290,8 @@ def _train(args: argparse.Namespace) -> int:
         return 2
     except OSError as error:  # writing the checkpoint or the curve: a full disk, a folder changed meanwhile
         return _failed(error, f"could not write the run to --out {args.out!r}", args.out)
+    finally:
+        gc.unfreeze()  # collected again as before, in a process that goes on (tests call main)
     print(f"{result.env_steps} environment steps, {result.learn_steps} learn steps in {result.wall_time:.1f} s of "
           f"wall time, compilation and evaluations included ({result.steps_per_second:.0f} environment steps/s "
           f"over the whole run, {result.loop} loop)")
