@@ -199,6 +199,31 @@ def section_dqn_solve(data: Figures, plots: dict[str, bytes]) -> list[str]:
     return out
 
 
+def section_dqn_solve_time(data: Figures, plots: dict[str, bytes]) -> list[str]:
+    """Medians per variant with their phases, every seed side by side, the targets as ratios."""
+    phases, summary = data["phases"], data["summary"]
+    rows = [[variant, f"{s['held']}/{s['seeds']}", f"{s['median_wall']:.2f}", f"{s['median_steps']:,.0f}",
+             *(f"{s['median_phases'][phase]:.2f}" for phase in phases)] for variant, s in summary.items()]
+    out = ["Variants: " + "; ".join(f"*{variant}*: {what}" for variant, what in data["variants"].items()) + ".",
+           table(rows, ["variant", "held solves", "median seconds to a held solve", "median env steps",
+                        *(f"{phase.replace('_', ' ')}, s" for phase in phases)])]
+
+    def cell(part: dict[str, Any], seed: str) -> str:
+        steps = f"{part['steps'][seed]:,} steps" if seed in part["steps"] else "not held"
+        return f"{part['wall'][seed]:.2f} s, {steps}"
+
+    seeds = list(summary["baseline"]["wall"])
+    out.append("Each seed's seconds are the median of its processes:")
+    out.append(table([[seed, *(cell(part, seed) for part in summary.values())] for seed in seeds],
+                     ["seed", *summary]))
+    rows = [[variant, name, check.get("ratio", check.get("candidate")), check.get("at_most", "all seeds"),
+             "met" if check["met"] else "not met"]
+            for variant, checks in data.get("targets", {}).items() for name, check in checks.items()]
+    if rows:
+        out.append(table(rows, ["variant", "target (over the baseline)", "measured", "at most", "status"]))
+    return out
+
+
 def section_dqn_nstep(data: Figures, plots: dict[str, bytes]) -> list[str]:
     variants = list(dict.fromkeys(run["variant"] for run in data["runs"]))
     return [f"Budget of each run: {data['max_steps']:,} environment steps.", *held_solve_tables(data, variants[0])]
@@ -304,6 +329,15 @@ BENCHMARKS: dict[str, tuple[str, str, str, Callable[[Figures, dict[str, bytes]],
         "then, seed by seed, training until a held solve (the mean return of 100 greedy episodes reaches the "
         "threshold at consecutive evaluations) for each variant, one after the other.",
         "python -m benchmarks.dqn_solve", section_dqn_solve),
+    "dqn_solve_time": (
+        "DQN on CartPole: time to a held solve and where it goes",
+        "`mindspore-rl-buffer train` (`configs/dqn_nstep.py`, fused loop) in fresh processes, from the baseline "
+        "commit and from this checkout (also with `--compile-cache`, storing and then loading the graphs), one "
+        "after the other for every seed. Each process is timed from its "
+        "start to the evaluation that completes the held solve, split into start-up (imports, arguments, "
+        "config), building the agent, the first launch (compiling the training graph), the first evaluation "
+        "(compiling the evaluation graph), the later training launches and evaluations, and host work.",
+        "python -m benchmarks.dqn_solve_time", section_dqn_solve_time),
     "dqn_nstep": (
         "DQN on CartPole: n-step returns",
         "`configs/dqn_nstep.py` trained to a held solve with `n_step=1` and with `n_step=3`, seed by seed, one "
@@ -331,6 +365,12 @@ BENCHMARKS: dict[str, tuple[str, str, str, Callable[[Figures, dict[str, bytes]],
                           "python -m benchmarks.checkpoint_memory", section_generic),
     "soak": ("Soak", "A million inserts and samples with wraparound: resident memory growth after allocation.",
              "python -m benchmarks.soak", section_generic),
+    "rng_cost": ("The samplers' random draws",
+                 "Inside a user's compiled Cell, side by side in rounds: the buffers' counter-based generator "
+                 "(`ops.uniform_int` over Parameters) against MindSpore's `ops.uniform` kernel for the same "
+                 "draw, and `ReplayBuffer.sample()` against the kernel's draw and four gathers of W1 columns, in "
+                 "microseconds per call; and chi-square p-values of 10**6 of the generator's draws.",
+                 "python -m benchmarks.rng_cost", section_generic),
     "dqn_eval_parts": ("Where an evaluation's time goes",
                        "Evaluation loops of the DQN example against the host loop, in the same rounds.",
                        "python -m benchmarks.dqn_eval_parts", section_dqn_eval_parts),

@@ -159,3 +159,49 @@ def test_the_evaluation_parts_run_and_the_dynamics_loop_balances_the_pole():
                  "EvalLoop with the argmax policy (before FoldedGreedy)", "EvalLoop, 1 step a pass",
                  "dynamics and loop, fixed linear rule"):
         assert parts[name]["mean_output"] == 20.0, name
+
+
+def test_the_solve_time_benchmark_sums_its_phases_and_states_the_targets_as_ratios(tmp_path):
+    import json
+
+    from benchmarks.dqn_solve_time import PHASES, main, summarize, targets
+    from benchmarks.report import section_dqn_solve_time
+
+    results = main(["--smoke", "--out", str(tmp_path)])
+    assert [run["variant"] for run in results["runs"]] == [
+        "baseline", "candidate", "candidate, compile cache stored", "candidate, compile cache loaded"]
+    for run in results["runs"]:
+        assert list(run["phases"]) == list(PHASES) and run["launches"] >= 2
+        assert abs(sum(run["phases"].values()) - run["wall"]) < 1e-6 and run["phases"]["first_launch"] > 0
+    assert all(set(checks) == {"wall", "first_launch", "steps", "held"} for checks in results["targets"].values())
+    stored, loaded = results["runs"][2:]
+    assert loaded["phases"]["first_launch"] < stored["phases"]["first_launch"]  # loaded, not compiled
+    data = json.loads((tmp_path / "dqn_solve_time.json").read_text())
+    assert any("target (over the baseline)" in block for block in section_dqn_solve_time(data, {}))
+
+    def run(variant, seed, wall, steps, launch):
+        phases = dict.fromkeys(PHASES, 0.0) | {"first_launch": launch}
+        return {"variant": variant, "seed": seed, "solved": True, "solved_at": steps, "env_steps": steps,
+                "wall": wall, "phases": phases}
+
+    runs = [run("baseline", 0, 10.0, 100, 2.0), run("candidate", 0, 6.0, 110, 1.0),
+            run("baseline", 1, 12.0, 200, 2.0), run("candidate", 1, 9.0, 260, 1.2)]
+    checks = targets(summarize(runs))["candidate"]
+    assert checks["wall"] == {"ratio": 0.682, "at_most": 0.7, "met": True}
+    assert checks["first_launch"]["ratio"] == 0.55 and not checks["first_launch"]["met"]
+    assert checks["steps"] == {"ratio": round(185 / 150, 3), "at_most": 1.2, "met": False}
+    assert checks["held"] == {"candidate": "2/2", "met": True}
+
+
+@pytest.mark.slow
+def test_the_rng_benchmark_times_the_kernel_and_the_generator_alike_and_records_its_run(tmp_path):
+    from benchmarks.rng_cost import main
+
+    results = main(["--smoke", "--out", str(tmp_path)])
+    written = json.loads((tmp_path / "rng_cost.json").read_text())
+    assert written["run"]["commit"] == results["run"]["commit"]
+    figures = written["costs_us"]["64"]
+    for name in ("kernel", "generator", "bare_sample", "buffer_sample"):
+        assert figures[name] > 0, name
+    assert figures["generator_vs_kernel"] > 0 and figures["buffer_vs_bare_sample"] > 0
+    assert set(written["uniformity_pvalues"]) == {"values_below_1000", "low_1_bits", "low_4_bits", "low_8_bits"}

@@ -1,0 +1,254 @@
+"""Time of ``mindspore-rl-buffer train`` to a held solve, and where it goes: ``python -m benchmarks.dqn_solve_time``.
+
+For every seed, fresh processes run the command's default (``configs/dqn_nstep.py`` on the
+fused loop) from two code trees, one after the other, so both see the same machine load:
+
+* **baseline**: the commit ``--baseline`` (default ``812a0ff``), checked out by ``git worktree``
+  into a temporary folder that is removed afterwards (the main checkout is not touched);
+* **candidate**: this checkout, as it is;
+* **candidate, compile cache stored** and **loaded**: this checkout with ``--compile-cache DIR``,
+  twice, ``DIR`` empty before the first (which compiles and stores the graphs) and filled by it
+  for the second (which loads them).
+
+Each process is timed from its spawn (the interpreter's start included) to the end of the
+evaluation that completes the held solve, and split into phases: ``startup`` (interpreter,
+imports, arguments, config), ``build`` (the agent, the environments' reset graph),
+``first_launch`` (compiling the training graph, and its first collect steps), ``first_evaluation``
+(compiling the evaluation graph, and one evaluation), ``training`` (every later launch),
+``evaluations`` (every later evaluation) and ``other`` (host work between them). The phases are
+read by wrapping ``build_agent``, ``FusedLoop.run`` and ``FusedLoop.evaluate`` in the child
+process, the same way for both trees.
+
+It writes ``dqn_solve_time.json`` (every process's figures, the medians per variant, the targets
+as ratios of each candidate variant over the baseline, and the run's provenance) to ``--out`` (default
+``benchmarks/results``) after every process. ``--smoke`` runs one seed with a tiny budget
+against this checkout itself (no worktree, no timing claims) and records nothing without ``--out``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = "812a0ff"
+MARK = "DQN_SOLVE_TIME "
+BASE, NEW = "baseline", "candidate"
+FILLS, LOADS = "candidate, compile cache stored", "candidate, compile cache loaded"
+PHASES = ("startup", "build", "first_launch", "first_evaluation", "training", "evaluations", "other")
+# candidate / baseline limits; "held" is a count of seeds, not a ratio
+TARGETS = {"wall": 0.7, "first_launch": 0.5, "steps": 1.2}
+
+
+# -- the child process ----------------------------------------------------------------------------
+
+def child(seed: int, max_steps: int, spawned: float, out: str, extra: list[str]) -> dict[str, Any]:
+    """Run ``mindspore-rl-buffer train`` of the tree on ``PYTHONPATH`` in this process; its phases, from ``spawned``."""
+    import mindspore_rl_buffer
+    from mindspore_rl_buffer.apps.dqn import cli, loops, trainer
+
+    marks: dict[str, Any] = {"runs": [], "evaluations": []}
+    run, evaluate, build, train = loops.FusedLoop.run, loops.FusedLoop.evaluate, trainer.build_agent, trainer.train
+
+    def timed(kind: str, call: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.time()
+            value = call(*args, **kwargs)
+            marks[kind].append((start - spawned, time.time() - spawned))
+            return value
+        return wrapper
+
+    def train_and_keep(*args: Any, **kwargs: Any) -> Any:
+        marks["result"] = train(*args, **kwargs)
+        return marks["result"]
+
+    marks["build"] = []
+    loops.FusedLoop.run, loops.FusedLoop.evaluate = timed("runs", run), timed("evaluations", evaluate)
+    trainer.build_agent, trainer.train = timed("build", build), train_and_keep
+    status = cli.main(["train", "--seed", str(seed), "--max-steps", str(max_steps), "--out", out, "--no-progress",
+                       *extra])
+    result = marks["result"]
+    (build_start, build_end), = marks["build"]
+    runs, evaluations = marks["runs"], marks["evaluations"]
+    # the held solve is known after its evaluation; a run that did not hold ends with the budget's evaluation
+    end = evaluations[-1][1] if result.solved else max(b for _, b in runs + evaluations)
+    spans = {"startup": build_start, "build": build_end - build_start,
+             "first_launch": runs[0][1] - runs[0][0],
+             "first_evaluation": evaluations[0][1] - evaluations[0][0] if evaluations else 0.0,
+             "training": sum(b - a for a, b in runs[1:] if b <= end),
+             "evaluations": sum(b - a for a, b in evaluations[1:] if b <= end)}
+    spans["other"] = end - sum(spans.values())
+    return {"status": status, "seed": seed, "solved": result.solved, "solved_at": result.solved_at,
+            "env_steps": result.env_steps, "wall": end, "phases": spans, "launches": len(runs),
+            "evaluations": result.eval_history, "package": str(Path(mindspore_rl_buffer.__file__).parent)}
+
+
+# -- the parent -----------------------------------------------------------------------------------
+
+def _git(*args: str, cwd: Path = ROOT) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _commit_of(root: Path) -> str | None:
+    """The commit checked out at ``root``, or None outside a git checkout."""
+    try:
+        return _git("rev-parse", "HEAD", cwd=root)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def add_worktree(commit: str, folder: Path) -> Path:
+    """Check ``commit`` out into ``folder`` as a git worktree, laid out as the installed package is."""
+    _git("worktree", "add", "--detach", str(folder), commit)
+    package = folder / "mindspore_rl_buffer"
+    for name in ("ops", "configs"):  # installed as mindspore_rl_buffer.ops and .configs
+        if not (package / name).exists():
+            (package / name).symlink_to(Path("..") / name)
+    return folder
+
+
+def spawn(root: Path, seed: int, max_steps: int, timeout: float, cache: str | None = None) -> dict[str, Any]:
+    """One fresh process of ``train`` on the tree ``root`` (with ``--compile-cache cache`` if given); its figures."""
+    with tempfile.TemporaryDirectory(prefix="dqn_solve_time_") as out:
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        spawned = time.time()
+        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", "--seed", str(seed),
+                               "--max-steps", str(max_steps), "--spawned", repr(spawned), "--child-out", out,
+                               *([] if cache is None else ["--child-cache", cache])],
+                              cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(MARK)]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"the train process on {root} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    figures = json.loads(lines[-1][len(MARK):])
+    if not Path(figures["package"]).resolve().is_relative_to(root.resolve()):
+        raise RuntimeError(f"the process imported {figures['package']}, not the tree {root}")
+    return figures
+
+
+def results_commit(args: argparse.Namespace, run: dict[str, Any]) -> str:
+    """The baseline's commit as the figures name it (a smoke run's baseline is this checkout)."""
+    return run["commit"] if args.smoke else args.baseline
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per tree: held solves, medians over the seeds (each seed's median over its repeats)."""
+    summary = {}
+    for variant in dict.fromkeys(run["variant"] for run in runs):
+        mine = [run for run in runs if run["variant"] == variant]
+        seeds = sorted({run["seed"] for run in mine})
+
+        def per_seed(key: Any, mine: list[dict[str, Any]] = mine, seeds: list[int] = seeds) -> list[float]:
+            return [statistics.median(key(run) for run in mine if run["seed"] == seed) for seed in seeds]
+
+        held = [seed for seed in seeds if all(run["solved"] for run in mine if run["seed"] == seed)]
+        summary[variant] = {
+            "seeds": len(seeds), "held": len(held),
+            "steps": {seed: next(r["solved_at"] for r in mine if r["seed"] == seed) for seed in held},
+            "median_steps": statistics.median(per_seed(lambda r: r["solved_at"] if r["solved"] else r["env_steps"])),
+            "wall": dict(zip(seeds, per_seed(lambda r: r["wall"]))),
+            "median_wall": statistics.median(per_seed(lambda r: r["wall"])),
+            "median_phases": {phase: statistics.median(per_seed(lambda r, p=phase: r["phases"][p]))
+                              for phase in PHASES}}
+    return summary
+
+
+def targets(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per candidate variant, the targets as ratios of its medians over the baseline's, with the limits and whether
+    each is met."""
+    base = summary[BASE]
+    checks = {}
+    for variant, new in summary.items():
+        if variant == BASE:
+            continue
+        ratios = {"wall": new["median_wall"] / base["median_wall"],
+                  "first_launch": new["median_phases"]["first_launch"] / base["median_phases"]["first_launch"],
+                  "steps": new["median_steps"] / base["median_steps"]}
+        checks[variant] = {name: {"ratio": round(value, 3), "at_most": TARGETS[name], "met": value <= TARGETS[name]}
+                           for name, value in ratios.items()}
+        checks[variant]["held"] = {"candidate": f"{new['held']}/{new['seeds']}", "met": new["held"] == new["seeds"]}
+    return checks
+
+
+def report(results: dict[str, Any]) -> str:
+    lines = []
+    for variant, part in results["summary"].items():
+        phases = ", ".join(f"{phase} {seconds:.2f}" for phase, seconds in part["median_phases"].items())
+        lines.append(f"{variant}: held {part['held']}/{part['seeds']}, median {part['median_wall']:.2f} s, "
+                     f"{part['median_steps']:,.0f} env steps; median phases (s): {phases}")
+    for variant, checks in results.get("targets", {}).items():
+        for name, check in checks.items():
+            lines.append(f"{variant}, target {name}: {check}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any] | None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--repeats", type=int, default=2, help="processes per seed and tree (default: 2)")
+    parser.add_argument("--max-steps", type=int, default=150_000, help="budget of each run")
+    parser.add_argument("--baseline", default=BASELINE, help=f"commit of the baseline (default: {BASELINE})")
+    parser.add_argument("--candidate-root", type=Path, default=ROOT,
+                        help="tree of the candidate (default: this checkout)")
+    parser.add_argument("--out", default=None, help="folder of the JSON (default benchmarks/results)")
+    parser.add_argument("--smoke", action="store_true", help="one seed, a tiny budget, this checkout as the baseline")
+    for hidden in ("--child-out", "--child-cache", "--spawned"):
+        parser.add_argument(hidden, help=argparse.SUPPRESS)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:  # the tree on PYTHONPATH, not this folder's modules
+        sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+        extra = [] if args.child_cache is None else ["--compile-cache", args.child_cache]
+        figures = child(args.seeds[0], args.max_steps, float(args.spawned), args.child_out, extra)
+        print(MARK + json.dumps(figures), flush=True)
+        return None
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.common import provenance, results_path, write_results
+
+    run = provenance(argv)
+    if args.smoke:
+        args.seeds, args.repeats, args.max_steps = args.seeds[:1], 1, 1200
+    path = results_path("dqn_solve_time", args.out, args.smoke)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="dqn_solve_time_base_") as folder:
+        base_root = args.candidate_root if args.smoke else add_worktree(args.baseline, Path(folder) / "tree")
+        try:
+            results: dict[str, Any] = {
+                "run": run, "command": "mindspore-rl-buffer train --seed SEED (configs/dqn_nstep.py, fused loop)",
+                "baseline": {"commit": results_commit(args, run),
+                             "resolved": _commit_of(base_root)},
+                "candidate": {"commit": run["commit"], "dirty": run["dirty"], "root": str(args.candidate_root)},
+                "variants": {BASE: f"train at commit {results_commit(args, run)}", NEW: "this checkout's train",
+                             FILLS: "this checkout's train --compile-cache DIR, DIR empty: compiles and stores",
+                             LOADS: "the same command again: loads the stored graphs"},
+                "phases": list(PHASES), "targets_at_most": TARGETS, "runs": []}
+            for seed in args.seeds:
+                for repeat in range(args.repeats):  # the variants one after the other: the same load
+                    with tempfile.TemporaryDirectory(prefix="dqn_solve_time_cache_") as cache:
+                        for variant, root, cached in ((BASE, base_root, None), (NEW, args.candidate_root, None),
+                                                      (FILLS, args.candidate_root, cache),
+                                                      (LOADS, args.candidate_root, cache)):
+                            figures = spawn(root, seed, args.max_steps, 30 * 60, cached)
+                            results["runs"].append({**figures, "variant": variant, "repeat": repeat})
+                            results["summary"] = summarize(results["runs"])
+                            write_results(results, path)
+                            print(f"seed {seed}, {variant}: held at {figures['solved_at']} env steps, "
+                                  f"{figures['wall']:.2f} s", flush=True)
+        finally:
+            if not args.smoke:
+                _git("worktree", "remove", "--force", str(base_root))
+    results["targets"] = targets(results["summary"])
+    write_results(results, path)
+    print(report(results))
+    print(f"\nfigures: {path or 'not recorded (smoke run without --out)'}; {time.perf_counter() - started:.0f} s")
+    return results
+
+
+if __name__ == "__main__":
+    main()
