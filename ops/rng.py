@@ -28,6 +28,7 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, ops
+from mindspore.common.seed import _get_graph_seed  # MindSpore's numbering of unseeded random operators
 
 #: The bound of a key and of the counter a stream may reach: every ``counter + i`` stays exact in int64.
 KEY_END = COUNTER_END = 2**62
@@ -139,19 +140,32 @@ def _splitmix64(value: int) -> int:
     return z ^ (z >> 31)
 
 
+def _unseeded_number() -> tuple[int, int] | None:
+    """``(global seed, number)`` for a key made with ``seed=None``, or ``None`` without a global seed.
+
+    Numbered as MindSpore numbers the seeds of its own unseeded random operators (a count per
+    name that ``mindspore.set_seed`` restarts), so the same program under the same global seed
+    gets the same keys, and numpy's global generator is left alone.
+    """
+    if ms.get_seed() is None:
+        return None
+    return _get_graph_seed(None, "mindspore_rl_buffer.rng")
+
+
 def initial_key(seed: int | None) -> np.ndarray:
     """The key a generator starts from: an int64 in ``[0, 2**62)``, as a 0-d array.
 
-    ``seed`` an int: a function of the seed alone. ``None``: drawn from numpy's global
-    generator when ``mindspore.set_seed`` has been called (it seeds that generator, so the
-    same program under the same global seed gets the same keys), else from the operating
-    system's entropy.
+    ``seed`` an int: a function of the seed alone. ``None``: a function of the global seed of
+    ``mindspore.set_seed`` and of how many keys were made with ``seed=None`` since it was set
+    (see :func:`_unseeded_number`); without a global seed, from the operating system's entropy.
     """
-    if seed is None:
-        if ms.get_seed() is not None:
-            return np.array(np.random.randint(0, KEY_END, dtype=np.int64))
+    if seed is not None:
+        return np.array(_splitmix64(int(seed)) % KEY_END, np.int64)
+    number = _unseeded_number()
+    if number is None:
         return np.array(int(np.random.SeedSequence().generate_state(1, np.uint64)[0]) % KEY_END, np.int64)
-    return np.array(_splitmix64(int(seed)) % KEY_END, np.int64)
+    global_seed, count = number
+    return np.array(_splitmix64(_splitmix64(2**32 + global_seed) ^ count) % KEY_END, np.int64)
 
 
 def random_state(seed: int | None = None, name: str = "rng") -> tuple[Parameter, Parameter]:
