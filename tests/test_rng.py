@@ -5,7 +5,7 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 import pytest
-from mindspore import Parameter, Tensor, nn
+from mindspore import Parameter, Tensor, nn, ops
 from mindspore_rl_buffer.ops import random_bits, random_state, uniform_int, uniform_real
 from mindspore_rl_buffer.ops.rng import initial_key, state_problems
 from scipy import stats
@@ -118,3 +118,31 @@ def test_random_state_makes_named_parameters_at_counter_zero():
     assert (key.name, counter.name) == ("mine_key", "mine_counter")
     np.testing.assert_array_equal(key.asnumpy(), initial_key(3))
     assert int(counter) == 0 and key.dtype == counter.dtype == ms.int64
+
+
+class _NestedLoops(nn.Cell):
+    """Two draws per inner iteration, inside nested ``while`` loops, as a fused training graph has them."""
+
+    def __init__(self):
+        super().__init__()
+        self.key, self.counter = state()
+        self.drawn = Parameter(Tensor(np.zeros((12, 6), np.int64)), name="drawn", requires_grad=False)
+
+    def construct(self, outer, inner):
+        i, row = Tensor(0, ms.int32), Tensor(0, ms.int32)
+        while i < outer:
+            j = Tensor(0, ms.int32)
+            while j < inner:
+                both = ops.concat((random_bits((self.key, self.counter), 3), random_bits((self.key, self.counter), 3)))
+                ops.scatter_update(self.drawn, row.reshape((1,)), both.reshape((1, 6)))
+                row, j = row + 1, j + 1
+            i = i + 1
+        return self.drawn + 0
+
+
+def test_draws_inside_nested_graph_loops_read_the_counter_in_turn():
+    ms.set_context(mode=ms.GRAPH_MODE)
+    cell = _NestedLoops()
+    drawn = cell(Tensor(4, ms.int32), Tensor(3, ms.int32)).asnumpy()
+    np.testing.assert_array_equal(drawn.ravel(), model_bits(KEY, 0, 72))
+    assert int(cell.counter) == 72
