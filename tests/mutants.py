@@ -185,12 +185,12 @@ MUTANTS = (
     Mutant(
         "checkpoint_restores_before_validating", "mindspore_rl_buffer/checkpoint.py",
         "        for name, buffer in buffers.items():\n"
-        "            cursors = buffer.checkpoint_cursors(read)",
+        "            problems += [f\"the random state of",
         "        if isinstance(net, nn.Cell):\n"
         "            for pname, param in state.items():\n"
         "                param.copy_(loaded[pname])\n"
         "        for name, buffer in buffers.items():\n"
-        "            cursors = buffer.checkpoint_cursors(read)",
+        "            problems += [f\"the random state of",
         ("tests/test_checkpoint.py::"
          "test_a_checkpoint_whose_cursors_break_the_contract_is_refused_and_changes_nothing[0-8]",),
         "load_checkpoint copies the tensors (cursors too) into the buffer before it checks the cursors",
@@ -359,8 +359,8 @@ MUTANTS = (
     ),
     Mutant(
         "trajectory_never_draws_last_segment", "mindspore_rl_buffer/trajectory.py",
-        "uniform_int((picks, 1), self._segments, self._draw_seed, STREAM_SEGMENTS)",
-        "uniform_int((picks, 1), ops.maximum(self._segments - 1, 1), self._draw_seed, STREAM_SEGMENTS)",
+        "uniform_int((picks, 1), self._segments, self.storage.rng())",
+        "uniform_int((picks, 1), ops.maximum(self._segments - 1, 1), self.storage.rng())",
         ("tests/test_trajectory.py::test_add_batch_wraps_like_the_model_and_windows_never_cross_the_write_position",),
         "TrajectoryReplayBuffer never samples its last segment",
     ),
