@@ -62,11 +62,12 @@ def _host_sample(self: TransitionReplayBuffer, batch_size: Any = None, with_info
     check_batch_bytes(op, "batch_size", batch_size, [self._frame], 2 * self.stack_size)  # its two stacks of frames
     stored = int(self.storage.count)
     check_not_empty(op, stored)
-    counter = int(self.storage.rng_counter)
 
     def refuse_none_valid(outputs: Any) -> Any:
-        if int(outputs[0]) == 0:  # the draw found no valid start: it leaves the generator as it was
-            self.storage.rng_counter.copy_(Tensor(counter, ms.int64))
+        if int(outputs[0]) == 0:
+            # The draw found no valid start: take back its batch_size draws (only on this path,
+            # so a sample reads nothing more from the device than count).
+            self.storage.rng_counter.copy_(Tensor(int(self.storage.rng_counter) - batch_size, ms.int64))
             raise _errors.no_valid_start_error(op, stored, self.num_envs, self.stack_size, self.n_step)
         return outputs
 

@@ -39,6 +39,12 @@ def kill(pids: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def worker_logs(paths: list[Path], root: Path) -> str:
+    """The end of each worker log in ``paths``, without MindSpore's chatter, headed by its path under ``root``."""
+    return "\n".join(f"--- {path.relative_to(root)}\n" + without_chatter(path.read_text(errors="replace"))[-3000:]
+                     for path in sorted(paths))
+
+
 def without_chatter(log: str) -> str:
     """A worker log without MindSpore's [INFO] and [WARNING] lines."""
     return "\n".join(line for line in log.splitlines() if not line.startswith(("[INFO]", "[WARNING]")))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from mindspore_rl_buffer.files import shard_path
-from tests.msrun_helpers import end_job, free_port, without_chatter
+from tests.msrun_helpers import end_job, free_port, worker_logs
 
 WORKER = Path(__file__).with_name("multihost_worker.py")
 # Two workers start, compile and run in about 30-60 s on this 2-core machine.
@@ -66,8 +66,7 @@ def two_nodes(tmp_path_factory):
     codes = run_two_nodes(root, JOB_TIMEOUT)
     reports = [root / f"node{rank}" / f"rank{rank}.json" for rank in range(2)]
     if not all(report.exists() for report in reports):
-        logs = "\n".join(f"--- {path.relative_to(root)}\n" + without_chatter(path.read_text(errors="replace"))[-3000:]
-                         for path in sorted(root.glob("node*/logs/*.log")))
+        logs = worker_logs(list(root.glob("node*/logs/*.log")), root)
         pytest.fail(f"the two-node job wrote no report for every rank (msrun exit codes {codes}):\n{logs}")
     return [json.loads(report.read_text()) for report in reports], root
 

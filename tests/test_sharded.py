@@ -23,7 +23,7 @@ from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, create_buffer
 from mindspore_rl_buffer.files import shard_path
 from mindspore_rl_buffer.sharded import shard_capacities
 from tests.helpers import DTYPES, MS_DTYPES, NAMES, SEQUENCE, SHAPES, RingModel, decode, encoded_batch
-from tests.msrun_helpers import end_job, free_port, without_chatter
+from tests.msrun_helpers import end_job, free_port, without_chatter, worker_logs
 
 WORKER = Path(__file__).with_name("sharded_worker.py")
 # The job takes about 20-40 s on this 2-core machine (start-up, compiling, the scheduler).
@@ -222,8 +222,7 @@ def two_ranks(tmp_path_factory):
     code = run_two_ranks(out, JOB_TIMEOUT)
     reports = [out / f"rank{rank}.json" for rank in range(2)]
     if code != 0 or not all(report.exists() for report in reports):
-        logs = "\n".join(f"--- {path.name}\n" + without_chatter(path.read_text(errors="replace"))[-3000:]
-                         for path in sorted((out / "logs").glob("worker_*.log")))
+        logs = worker_logs(list((out / "logs").glob("worker_*.log")), out / "logs")
         ending = f"timed out after {JOB_TIMEOUT} s" if code is None else f"exit code {code}"
         pytest.fail(f"the 2-rank job failed ({ending}):\n{logs}")
     return [json.loads(report.read_text()) for report in reports], out
