@@ -64,9 +64,7 @@ def _host_sample(self: TransitionReplayBuffer, batch_size: Any = None, with_info
     check_not_empty(op, stored)
 
     def refuse_none_valid(outputs: Any) -> Any:
-        if int(outputs[0]) == 0:
-            # The draw found no valid start: take back its batch_size draws (only on this path,
-            # so a sample reads nothing more from the device than count).
+        if int(outputs[0]) == 0:  # no valid start: take back its batch_size draws (read only on this path)
             self.storage.rng_counter.copy_(Tensor(int(self.storage.rng_counter) - batch_size, ms.int64))
             raise _errors.no_valid_start_error(op, stored, self.num_envs, self.stack_size, self.n_step)
         return outputs
