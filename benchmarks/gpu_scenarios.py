@@ -18,6 +18,7 @@ import numpy as np
 from mindspore import Tensor, nn
 
 from mindspore_rl_buffer import (
+    PrioritizedTransitionReplayBuffer,
     PriorityReplayBuffer,
     ReplayBuffer,
     ReservoirReplayBuffer,
@@ -211,6 +212,39 @@ def transition() -> None:
                 writer.insert(step(10 + t))
 
 
+class PrioritizedTransitionStep(UserGraph):
+    """A user's graph: insert one step, sample with a tensor beta, update the priorities of the draw."""
+
+    def construct(self, *columns):
+        _ = self.buffer.insert(list(columns))
+        ids, weights, *items = self.buffer.sample(Tensor(0.4, ms.float32))
+        return self.buffer.update_priorities(ids, weights), items
+
+
+def prioritized_transition() -> None:
+    """PrioritizedTransitionReplayBuffer: trees over the valid starts, direct, in a graph, through a writer."""
+    shapes = [(2, 2), (), (), (), (), (1,)]
+    for obs_dtype, flag_dtype, stack_size, n_step in ((ms.uint8, ms.uint8, 4, 3), (ms.float32, ms.bool_, 1, 1)):
+        dtypes = (obs_dtype, ms.int32, ms.float32, flag_dtype, flag_dtype, ms.int64)
+        rb = PrioritizedTransitionReplayBuffer(4, 24, shapes, list(dtypes), alpha=0.6, num_envs=2,
+                                               stack_size=stack_size, n_step=n_step, gamma=0.9, seed=1)
+
+        def step(t: int, dtypes: tuple[Any, ...] = dtypes) -> list[np.ndarray]:
+            columns = batch(shapes, dtypes, 2, t)
+            return [*columns[:3], np.zeros_like(columns[3]), np.zeros_like(columns[4]), *columns[5:]]
+
+        for t in range(9):
+            rb.insert(step(t))
+        ids = rb.sample(0.4)[0]
+        rb.update_priorities(ids, np.ones(ids.shape, np.float32))
+        rb.update_priorities(ids.asnumpy().astype(np.int64), np.ones((ids.shape[0], 1), np.float64))
+        PrioritizedTransitionStep(rb)(*[Tensor(c) for c in step(9)])
+        with rb.writer(2) as writer:
+            for t in range(3):
+                writer.insert(step(10 + t))
+        rb.reset()
+
+
 def dqn() -> None:
     """The DQN main job: the collect, learn and evaluation graphs, both loops, both buffer entries."""
     from mindspore_rl_buffer.configs import dqn as one_step
@@ -260,5 +294,5 @@ def info_in_graph() -> None:
 SCENARIOS: dict[str, Callable[[], None]] = {
     "replay_buffer": replay_buffer, "writer": writer_flushes, "compat": compat_faces, "priority": priority,
     "reservoir": reservoir, "trajectory": trajectory, "sharded": sharded, "transition": transition, "dqn": dqn,
-    "info_in_graph": info_in_graph,
+    "info_in_graph": info_in_graph, "prioritized_transition": prioritized_transition,
 }

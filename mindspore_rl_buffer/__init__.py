@@ -4,6 +4,7 @@ from mindspore_rl_buffer.checkpoint import load_checkpoint, save_checkpoint
 from mindspore_rl_buffer.compat import UniformReplayBuffer
 from mindspore_rl_buffer.config import create_buffer, register_buffer_type
 from mindspore_rl_buffer.config_files import load_config
+from mindspore_rl_buffer.prioritized_transition import PrioritizedTransitionReplayBuffer
 from mindspore_rl_buffer.priority_replay_buffer import PriorityReplayBuffer
 from mindspore_rl_buffer.py_uniform import PyUniformReplayBuffer
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
@@ -21,12 +22,14 @@ lock = DIRECT_CALLS
 
 register_buffer_type(ShardedReplayBuffer)
 register_buffer_type(TransitionReplayBuffer)
+register_buffer_type(PrioritizedTransitionReplayBuffer)
 
 __version__ = "0.1.0"
 __all__ = [
     "BufferInfo",
     "BufferWriter",
     "DroppedTransitionsWarning",
+    "PrioritizedTransitionReplayBuffer",
     "PriorityReplayBuffer",
     "PyUniformReplayBuffer",
     "ReplayBuffer",

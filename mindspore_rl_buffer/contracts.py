@@ -89,6 +89,31 @@ def start_slots(head: int, count: int, ranks: np.ndarray, ended: np.ndarray) -> 
     return np.mod(ranks[q].astype(np.int64), max_length * num_envs), q
 
 
+def valid_starts(head: int, count: int, ended: np.ndarray, stack_size: int, n_step: int) -> np.ndarray:
+    """The valid starts of a transition buffer as a bool mask over its flat slots ``row * num_envs + env``
+    (the rule of :mod:`mindspore_rl_buffer.ops.transition`); ``ended`` is ``(max_length, num_envs)``."""
+    max_length, num_envs = ended.shape
+    mask = np.zeros((max_length, num_envs), bool)
+    logical = np.arange(stack_size, count - n_step)
+    rows = (head + logical) % max_length
+    mask[rows] = ~ended[(rows - 1) % max_length]
+    return mask.reshape(-1)
+
+
+def start_table_default(head: int | None, count: int | None, ranks: np.ndarray | None, terminated: np.ndarray | None,
+                        truncated: np.ndarray | None, max_length: int, num_envs: int) -> np.ndarray:
+    """The start table of a file written before it existed, built from its ranks (zeros where the
+    file breaks more: it is refused for that)."""
+    table = np.zeros(max_length * num_envs + 1, np.int32)
+    if (head is not None and count is not None and not ring_contract(head, count, max_length)
+            and ranks is not None and np.shape(ranks) == (max_length * num_envs,)
+            and np.shape(terminated) == np.shape(truncated) == (max_length, num_envs)):
+        slots, rows = start_slots(head, count, np.asarray(ranks), (np.asarray(terminated) != 0)
+                                  | (np.asarray(truncated) != 0))
+        table[slots] = rows
+    return table
+
+
 def start_table_contract(head: int, count: int, ranks: np.ndarray, ended: np.ndarray,
                          table: np.ndarray) -> list[str]:
     """What breaks a transition buffer's start table: a slot a sample may read that does not
@@ -109,18 +134,20 @@ def start_table_contract(head: int, count: int, ranks: np.ndarray, ended: np.nda
 TREE_RTOL = 1e-5
 
 
-def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: np.ndarray, count: int,
+def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: np.ndarray, count: int | np.ndarray,
                       names: tuple[str, str, str], alpha: float) -> list[str]:
     """What breaks the trees of a priority buffer (``mindspore_rl_buffer.ops.priority``), or ``[]``.
 
     The invariants its operators keep: ``max_priority`` is in ``[1, PRIORITY_CEILING]`` (it
     starts at 1 and never decreases); the stored slots ``[0, count)`` (the ring holds ``count``
     items; ``count`` keeps the ring contract, checked apart) have leaves in ``[LEAF_FLOOR,
-    LEAF_CEILING]``, none above the leaf of ``max_priority`` (``max_priority ** alpha``, the
-    largest priority stored so far, clamped alike), equal in both trees; every other leaf is 0 in
-    the sum tree and ``+inf`` in the min tree; every inner node is the sum (the minimum) of its
-    two children. Values computed apart are compared within :data:`TREE_RTOL`; each problem
-    names its Parameter (``names``: the sum tree's, the min tree's, ``max_priority``'s).
+    LEAF_CEILING]`` (with ``count`` a bool mask over the slots: the slots it marks, a
+    prioritized transition buffer's valid starts), none above the leaf of ``max_priority``
+    (``max_priority ** alpha``, the largest priority stored so far, clamped alike), equal in
+    both trees; every other leaf is 0 in the sum tree and ``+inf`` in the min tree; every
+    inner node is the sum (the minimum) of its two children. Values computed apart are
+    compared within :data:`TREE_RTOL`; each problem names its Parameter (``names``: the sum
+    tree's, the min tree's, ``max_priority``'s).
     """
     sum_name, min_name, max_name = names
     top = float(np.asarray(max_priority, np.float64).reshape(-1)[0])
@@ -140,9 +167,13 @@ def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: 
     if problems:
         return problems
     size = sums.size // 2  # slot s is the leaf node size + s; node 0 is unused
-    stored = np.arange(size) < count
+    if isinstance(count, np.ndarray):
+        stored = np.zeros(size, bool)
+        stored[:count.size] = count
+        count, after = int(count.sum()), "the slots that are not valid starts"
+    else:
+        stored, after = np.arange(size) < count, f"the slots not stored (from slot {count} on)"
     sum_leaves, min_leaves = sums[size:], mins[size:]
-    after = f"the slots not stored (from slot {count} on)"
     with np.errstate(over="ignore"):
         top_leaf = min(max(float(np.power(top, np.float64(alpha))), _LEAF_RANGE[0]), _LEAF_RANGE[1])
     for name, wrong, what, values in (

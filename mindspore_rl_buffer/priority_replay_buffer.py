@@ -52,6 +52,21 @@ def _host_update(self: PriorityReplayBuffer, indices: Any, priorities: Any) -> L
     return Launch(Tensor(slots.astype(np.int32)), Tensor(values.astype(np.float32)), finish=discard)
 
 
+def tree_parameters(capacity: int) -> tuple[Parameter, Parameter, Parameter]:
+    """The sum tree, the min tree and ``max_priority`` (1) of an empty buffer of ``capacity`` slots."""
+    sum_tree, min_tree = priority.empty_trees(capacity)
+    return (Parameter(sum_tree, name="sum_tree", requires_grad=False),
+            Parameter(min_tree, name="min_tree", requires_grad=False),
+            Parameter(Tensor(1.0, ms.float32), name="max_priority", requires_grad=False))
+
+
+def clear_trees(sum_tree, min_tree, max_priority):
+    """In place, inside a graph: the state of :func:`tree_parameters`."""
+    ops.assign(sum_tree, ops.zeros_like(sum_tree))
+    ops.assign(min_tree, ops.fill(ms.float32, min_tree.shape, float("inf")))
+    ops.assign(max_priority, ops.ones_like(max_priority))
+
+
 class PriorityReplayBuffer(RingBuffer):
     """Prioritized experience replay (Schaul et al., 2016), on a sum tree and a min tree.
 
@@ -142,10 +157,7 @@ class PriorityReplayBuffer(RingBuffer):
         self._alpha = alpha
         self._sample_size = sample_size
         self._seed = seed
-        sum_tree, min_tree = priority.empty_trees(self.capacity)
-        self.sum_tree = Parameter(sum_tree, name="sum_tree", requires_grad=False)
-        self.min_tree = Parameter(min_tree, name="min_tree", requires_grad=False)
-        self.max_priority = Parameter(Tensor(1.0, ms.float32), name="max_priority", requires_grad=False)
+        self.sum_tree, self.min_tree, self.max_priority = tree_parameters(self.capacity)
 
     @property
     def alpha(self) -> float:
@@ -240,9 +252,7 @@ class PriorityReplayBuffer(RingBuffer):
 
     # ------------------------------------------------------------------------- reset
     def _clear(self):
-        ops.assign(self.sum_tree, ops.zeros_like(self.sum_tree))
-        ops.assign(self.min_tree, ops.fill(ms.float32, self.min_tree.shape, float("inf")))
-        ops.assign(self.max_priority, ops.ones_like(self.max_priority))
+        clear_trees(self.sum_tree, self.min_tree, self.max_priority)
         return RingBuffer._clear(self)
 
     def _settings(self) -> dict[str, Any]:

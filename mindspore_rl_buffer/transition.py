@@ -22,7 +22,7 @@ import numpy as np
 from mindspore import Parameter, Tensor, ops
 from mindspore.common.initializer import initializer
 
-from mindspore_rl_buffer import _errors
+from mindspore_rl_buffer import _errors, contracts
 from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, plain_in_graph
 from mindspore_rl_buffer._validation import (
     check_batch_graph,
@@ -37,7 +37,6 @@ from mindspore_rl_buffer._validation import (
     transition_of,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
-from mindspore_rl_buffer.contracts import episode_contract, held_int, ring_contract, start_slots, start_table_contract
 from mindspore_rl_buffer.core import RingBuffer, given_columns, host_insert, reserved_names, taken_names
 from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
@@ -70,6 +69,11 @@ def _host_sample(self: TransitionReplayBuffer, batch_size: Any = None, with_info
         return outputs
 
     return Launch(batch_size, with_info, finish=refuse_none_valid)
+
+
+def _setting(name: str, doc: str) -> property:
+    """A read-only property: the constructor's argument ``name``."""
+    return property(lambda self: getattr(self, f"_{name}"), doc=doc)
 
 
 class TransitionReplayBuffer(BufferCell, Checkpointable):
@@ -181,21 +185,10 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         """Time steps the buffer holds."""
         return self._max_length
 
-    @property
-    def num_envs(self) -> int:
-        return self._num_envs
-
-    @property
-    def stack_size(self) -> int:
-        return self._stack_size
-
-    @property
-    def n_step(self) -> int:
-        return self._n_step
-
-    @property
-    def gamma(self) -> float:
-        return self._gamma
+    num_envs = _setting("num_envs", "Environments stepped together.")
+    stack_size = _setting("stack_size", "Frames per sampled observation.")
+    n_step = _setting("n_step", "Steps per return.")
+    gamma = _setting("gamma", "Discount per step.")
 
     @property
     def sample_size(self) -> int:
@@ -255,6 +248,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
             _, ok = transition_ops.final_rows(self.last_ended, batch[3], batch[4])
             batch = guarded(batch, ok, [self.last_ended])
         storage = self.storage
+        self._before_insert(batch)
         last_ended, finals = transition_ops.insert_steps(self.frames, self.ranks, storage.head, storage.count,
                                                          self.last_ended, self.finals,
                                                          as_stored(batch[0], self._bools[0]), batch[3], batch[4],
@@ -263,6 +257,9 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         ops.assign(self.last_ended, last_ended)
         ops.assign(self.finals, finals)
         return storage.count
+
+    def _before_insert(self, batch):
+        """A subclass's work on the state before an insert of ``batch`` writes it (inside the insert's graph)."""
 
     push = RingBuffer.push
     destroy = RingBuffer.destroy
@@ -324,25 +321,30 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         if batch_size is None:
             batch_size = self._sample_size
         storage = self.storage
-        head, size, stack_size = storage.head, self._max_length, self._stack_size
+        starts, total = transition_ops.draw_starts(self.ranks, storage.head, storage.count, batch_size,
+                                                   self._max_length, self._stack_size, self._n_step, storage.rng(),
+                                                   check, self.start_table)
+        items = self._read(starts)
+        if not with_info:
+            return total, items
+        probabilities = ops.ones((batch_size,), ms.float32) / total.astype(ms.float32)
+        return total, items, (starts, probabilities)
+
+    def _read(self, starts):
+        """What a sample holds for the valid starts ``starts`` (flat physical rows, int32 ``(B,)``)."""
+        storage, stack_size = self.storage, self._stack_size
         action, reward, terminated, truncated = storage.columns[:4]
-        starts, total = transition_ops.draw_starts(self.ranks, head, storage.count, batch_size, size, stack_size,
-                                                   self._n_step, self.storage.rng(), check, self.start_table)
         rows, next_rows, returns, discount = stacks.stacked_windows(
             reward, terminated, truncated, starts, stack_size, self._n_step, self._gamma)
         if stack_size == 1:  # no stack axis
             rows, next_rows = rows.reshape((-1,)), next_rows.reshape((-1,))
         index = stacks.column_index(starts, self._num_envs)
         frames, bools, num_envs = self.frames, self._bools, self._num_envs
-        items = (as_read(ops.gather(frames, rows, 0), bools[0]),
-                 as_read(stacks.read_rows(action, index, num_envs), bools[1]),
-                 returns, as_read(ops.gather(frames, next_rows, 0), bools[0]), discount,
-                 *(as_read(stacks.read_rows(column, index, num_envs), is_bool)
-                   for column, is_bool in zip(storage.columns[4:], bools[5:])))
-        if not with_info:
-            return total, items
-        probabilities = ops.ones((batch_size,), ms.float32) / total.astype(ms.float32)
-        return total, items, (starts, probabilities)
+        return (as_read(ops.gather(frames, rows, 0), bools[0]),
+                as_read(stacks.read_rows(action, index, num_envs), bools[1]),
+                returns, as_read(ops.gather(frames, next_rows, 0), bools[0]), discount,
+                *(as_read(stacks.read_rows(column, index, num_envs), is_bool)
+                  for column, is_bool in zip(storage.columns[4:], bools[5:])))
 
     @buffer_method()
     def valid_starts(self, *, check=True):
@@ -355,11 +357,12 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
     @buffer_method()
     def reset(self, *, check=True):
         """Empty the buffer: the state as constructed; nothing is re-allocated."""
+        return self._clear()
+
+    def _clear(self):
         self.storage.reset()
-        ops.assign(self.ranks, ops.zeros_like(self.ranks))
-        ops.assign(self.start_table, ops.zeros_like(self.start_table))
-        ops.assign(self.last_ended, ops.zeros_like(self.last_ended))
-        ops.assign(self.finals, ops.zeros_like(self.finals))
+        for state in (self.ranks, self.start_table, self.last_ended, self.finals):
+            ops.assign(state, ops.zeros_like(state))
         return self.storage.count
 
     @buffer_method()
@@ -390,28 +393,23 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         own record)."""
         storage = self.storage
         head, count = int(read(storage.head)), int(read(storage.count))
-        if ring_contract(head, count, self._max_length):
+        if contracts.ring_contract(head, count, self._max_length):
             return []
         terminated, truncated = (np.asarray(read(column)) for column in storage.columns[2:4])
         ended, ranks = (terminated != 0) | (truncated != 0), np.asarray(read(self.ranks))
-        problems = episode_contract(head, count, np.asarray(read(self.last_ended)), int(read(self.finals)),
+        problems = contracts.episode_contract(head, count, np.asarray(read(self.last_ended)), int(read(self.finals)),
                                     ranks, ended)
-        return problems or start_table_contract(head, count, ranks, ended, np.asarray(read(self.start_table)))
+        return problems or contracts.start_table_contract(head, count, ranks, ended, np.asarray(read(self.start_table)))
 
     def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:
         """Files written before the start table existed: the table built from their ranks."""
         if read(self.start_table) is not None:
             return {}
         storage = self.storage
-        head, count = held_int(read(storage.head)), held_int(read(storage.count))
-        ranks, terminated, truncated = (read(tensor) for tensor in (self.ranks, *storage.columns[2:4]))
-        table = np.zeros(self.start_table.shape, np.int32)  # a file that breaks more is refused for that
-        if (head is not None and count is not None and not ring_contract(head, count, self._max_length)
-                and ranks is not None and np.shape(ranks) == self.ranks.shape
-                and np.shape(terminated) == np.shape(truncated) == (self._max_length, self._num_envs)):
-            slots, rows = start_slots(head, count, np.asarray(ranks), (terminated != 0) | (truncated != 0))
-            table[slots] = rows
-        return {self.start_table: table}
+        head, count = (contracts.held_int(read(cursor)) for cursor in (storage.head, storage.count))
+        return {self.start_table: contracts.start_table_default(head, count, read(self.ranks),
+                                                                *(read(c) for c in storage.columns[2:4]),
+                                                                self._max_length, self._num_envs)}
 
     def extend_repr(self) -> str:
         columns = ", ".join(f"{s.name}: {s.shape} {s.dtype}" for s in self._specs)

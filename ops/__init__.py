@@ -40,10 +40,13 @@ A transition buffer (``ops.transition``) keeps a ring of time rows for several
 environments at once, and reads episodes out of it: its module docstring extends the
 contract with the episode structure, the validity rule of a start, frame stacks and n-step
 returns; ``ops.stacks`` reads those stacks and returns for the starts it draws.
+``ops.prioritized`` keeps a transition buffer's valid starts in the trees of ``ops.priority``:
+a leaf is positive exactly while its start is valid.
 """
-from mindspore_rl_buffer.ops import dedupe, priority, reservoir, rng, stacks, transition
+from mindspore_rl_buffer.ops import dedupe, prioritized, priority, reservoir, rng, stacks, transition
 from mindspore_rl_buffer.ops._common import MAX_CAPACITY, draws
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
+from mindspore_rl_buffer.ops.prioritized import id_period, insert_leaves, sample_leaves, start_ids, update_leaves
 from mindspore_rl_buffer.ops.priority import (
     LEAF_CEILING,
     LEAF_FLOOR,
@@ -51,6 +54,7 @@ from mindspore_rl_buffer.ops.priority import (
     PRIORITY_FLOOR,
     clamp_priorities,
     empty_trees,
+    find_positive,
     find_prefix,
     find_slots,
     insert_priorities,
@@ -112,6 +116,7 @@ __all__ = [
     "draws",
     "empty_trees",
     "final_rows",
+    "find_positive",
     "find_prefix",
     "find_slots",
     "gather_counts",
@@ -119,7 +124,9 @@ __all__ = [
     "gather_ordered",
     "gather_owned",
     "get_item",
+    "id_period",
     "insert",
+    "insert_leaves",
     "insert_priorities",
     "insert_rows",
     "insert_steps",
@@ -129,6 +136,7 @@ __all__ = [
     "logical_to_physical",
     "physical_to_logical",
     "plan_writes",
+    "prioritized",
     "priority",
     "priority_sample",
     "random_bits",
@@ -140,6 +148,7 @@ __all__ = [
     "sample",
     "sample_global",
     "sample_indices",
+    "sample_leaves",
     "sample_starts",
     "sample_windows",
     "select_starts",
@@ -147,12 +156,14 @@ __all__ = [
     "share_from_root",
     "stacked_windows",
     "stacks",
+    "start_ids",
     "transition",
     "transition_windows",
     "tree_size",
     "tree_writes",
     "uniform_int",
     "uniform_real",
+    "update_leaves",
     "update_priorities",
     "winning_values",
 ]

@@ -1,0 +1,208 @@
+"""Prioritized starts of a transition buffer: trees whose positive leaves are exactly the valid starts.
+
+The state is that of :mod:`mindspore_rl_buffer.ops.transition` (a ring of ``max_length``
+time rows of ``num_envs`` environments, ``head`` and ``count`` in time rows, ``terminated``
+and ``truncated`` columns ``(max_length, num_envs)``), with the two trees of
+:mod:`mindspore_rl_buffer.ops.priority` over its flat slots ``s = row * num_envs + env``
+(``capacity = max_length * num_envs``) and:
+
+* ``steps``: int32 scalar, the time rows inserted since the last reset, modulo
+  :func:`id_period`; ``(steps - count) % max_length == head`` always.
+* The leaf of a slot is its ``priority ** alpha`` while the slot is a valid start (the rule of
+  :mod:`~mindspore_rl_buffer.ops.transition`) and exactly 0 otherwise (``+inf`` in the min
+  tree). So a draw with probability ``leaf / total`` gives every start that is not valid
+  probability 0, with no rejection; :func:`~mindspore_rl_buffer.ops.priority.find_positive`
+  never descends into a subtree of zero mass, so rounding cannot reach one either.
+* :func:`insert_leaves` keeps that rule through every insert: the starts that become valid
+  (the ``n_step`` newest rows before the insert and the rows written) get the leaf of
+  ``max_priority``, those that stop being valid (the rows that fall among the ``stack_size``
+  oldest, and the rows overwritten) get 0, and no other leaf changes.
+* An id names a start by the absolute index ``T`` of its time row, ``id = (T % period) *
+  num_envs + env``: ``id % capacity`` is its slot, and a slot overwritten since its id was
+  drawn holds another ``T``, so :func:`update_leaves` can tell a stale id from a fresh one.
+"""
+from __future__ import annotations
+
+import mindspore as ms
+from mindspore import Tensor, ops
+from mindspore_rl_buffer.ops._common import ASSERT, arange, draws, offsets, sort_ints
+from mindspore_rl_buffer.ops.dedupe import last_occurrence
+from mindspore_rl_buffer.ops.priority import clamp_priorities, find_positive, leaf_values, set_leaves, tree_size
+from mindspore_rl_buffer.ops.rng import uniform_real
+
+#: ``id_period(max_length, num_envs) * num_envs`` is at most this: every id and every difference of
+#: two time indexes stays inside int32.
+ID_SPACE = 2**30
+
+
+def id_period(max_length, num_envs):
+    """The period of the time indexes inside ids: the largest multiple of ``max_length`` with
+    ``period * num_envs <= 2**30``.
+
+    Examples:
+        >>> from mindspore_rl_buffer.ops import id_period
+        >>> id_period(1000, 1), id_period(1000, 8) * 8 <= 2**30
+        (1073741000, True)
+    """
+    return max_length * max(1, ID_SPACE // num_envs // max_length)
+
+
+@ops.constexpr
+def _period(max_length, num_envs):
+    return Tensor(id_period(max_length, num_envs), ms.int32)
+
+
+def insert_leaves(sum_tree, min_tree, head, count, terminated_column, truncated_column, terminated, truncated,
+                  max_priority, alpha, stack_size, n_step):
+    """In place: the leaves of the starts that an insert of ``k`` time steps makes valid or not valid.
+
+    Call it before the ring's insert moves the cursors or writes the flag columns: it reads
+    the columns there and computes the state after the insert. Of ``k > max_length`` steps,
+    only the newest ``max_length`` are stored, as ``ring.insert`` keeps them.
+
+    The candidates are the time rows ``head + count - n_step .. head + count + k - 1`` (those
+    before the insert were within ``n_step`` of the write position, the others are written)
+    and ``head + stack_size .. head + stack_size + k - 1`` (they may fall among the
+    ``stack_size`` oldest). Each one's leaf after the insert is a function of its slot alone:
+    0 if the start is not valid then, else the leaf of ``max_priority`` for a row of the first
+    group (never valid before), else its leaf as it was; a slot in both groups gets one value.
+
+    Args:
+        sum_tree (Parameter): float32, ``(2P,)``.
+        min_tree (Parameter): float32, ``(2P,)``.
+        head (Tensor): int32 scalar, before the insert.
+        count (Tensor): int32 scalar, time rows stored before the insert.
+        terminated_column (Tensor): ``(max_length, num_envs)``, the stored flags.
+        truncated_column (Tensor): ``(max_length, num_envs)``, the stored flags.
+        terminated (Tensor): ``(k, num_envs)``, the batch's flags.
+        truncated (Tensor): ``(k, num_envs)``, the batch's flags.
+        max_priority (Tensor): float32 scalar.
+        alpha (float): Priority exponent.
+        stack_size (int): Frames per observation.
+        n_step (int): Steps per return.
+
+    Returns:
+        Tensor, float32 scalar: the total mass after the insert.
+    """
+    max_length, num_envs = terminated_column.shape
+    steps = terminated.shape[0]
+    capacity = max_length * num_envs
+    kept = min(steps, max_length)
+    first = steps - kept  # the batch's first stored step
+    top, bottom = min(steps + n_step, max_length), min(steps, max_length)
+    end = head + count  # the write position, unreduced
+    new_count = ops.minimum(count + steps, max_length)
+    new_head = (head + ops.maximum(count + steps - max_length, 0)) % max_length
+    rows = ops.concat(((end + offsets(max_length - n_step, max_length - n_step + top)) % max_length,
+                       (head + offsets(stack_size, stack_size + bottom)) % max_length))
+    # A row is final when the row before it ended an episode: read from the batch where it is written.
+    before = (rows + (max_length - 1)) % max_length
+    written = (before - end + (3 * max_length - first % max_length)) % max_length
+    batch_ended = ops.logical_or(terminated != 0, truncated != 0).astype(ms.int32)
+    from_batch = ops.gather(batch_ended, ops.minimum(written + first, steps - 1), 0)
+    stored = ops.logical_or(ops.gather(terminated_column, before, 0) != 0,
+                            ops.gather(truncated_column, before, 0) != 0).astype(ms.int32)
+    final = ops.where((written < kept).reshape((-1, 1)), from_batch, stored) > 0
+    logical = (rows + max_length - new_head) % max_length
+    in_range = ops.logical_and(logical >= stack_size, logical <= new_count - (n_step + 1))
+    valid = ops.logical_and(in_range.reshape((-1, 1)), ops.logical_not(final)).reshape(-1)
+    fresh = ((rows - end + (2 * max_length + n_step)) % max_length < top).reshape((-1, 1))
+    slots = (rows.reshape((-1, 1)) * num_envs + arange(num_envs)).reshape(-1)
+    fresh = ops.broadcast_to(fresh, (rows.shape[0], num_envs)).reshape(-1)
+    current = ops.gather(sum_tree, slots + tree_size(capacity), 0)
+    kept_leaves = ops.where(fresh, ops.broadcast_to(leaf_values(max_priority, alpha), slots.shape), current)
+    values = ops.where(valid, kept_leaves, ops.zeros_like(current))
+    return set_leaves(sum_tree, min_tree, slots, values, capacity)
+
+
+def start_ids(flat, head, count, steps, max_length, num_envs):
+    """The ids of starts given as flat slots (int32 ``(B,)``): ``(T % period) * num_envs + env``.
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore import Tensor
+        >>> from mindspore_rl_buffer.ops import start_ids
+        >>> # 10 steps inserted into 4 rows: rows 2, 3, 0, 1 hold steps 6, 7, 8, 9
+        >>> start_ids(Tensor(np.array([0, 3], np.int32)), Tensor(2, ms.int32), Tensor(4, ms.int32),
+        ...           Tensor(10, ms.int32), 4, 1).asnumpy().tolist()
+        [8, 7]
+    """
+    rows, env = (flat, 0) if num_envs == 1 else (flat // num_envs, flat % num_envs)
+    logical = (rows + max_length - head) % max_length
+    return ops.floor_mod(steps - count + logical, _period(max_length, num_envs)) * num_envs + env
+
+
+@draws
+def sample_leaves(sum_tree, min_tree, sample_size, beta, capacity, rng=None):
+    """Draw ``sample_size`` slots with probability ``leaf / total``, stratified, and their weights.
+
+    As :func:`~mindspore_rl_buffer.ops.priority.sample`, over a tree whose zero leaves may lie
+    anywhere: target ``j`` is ``(j + u_j) * total / sample_size``, found by
+    :func:`~mindspore_rl_buffer.ops.priority.find_positive`. Weights ``(min_leaf / leaf) ** beta``
+    are ``(N * P(i)) ** -beta`` over their largest value among the ``N`` positive leaves. With
+    a total of 0 (no valid start) the slots are meaningless (clamped into the ring): the caller
+    guards that case.
+
+    Returns:
+        Tuple of 2 tensors: slots (int32, ``(sample_size,)``) and weights (float32, ``(sample_size,)``).
+    """
+    total = sum_tree[1]
+    uniform = uniform_real((sample_size,), rng)
+    targets = (arange(sample_size).astype(ms.float32) + uniform) * (total / sample_size)
+    slots = ops.minimum(find_positive(sum_tree, targets, capacity), capacity - 1)
+    leaves = ops.gather(sum_tree, slots + tree_size(capacity), 0)
+    if isinstance(beta, Tensor) and beta.dtype != ms.float32:  # a float64 beta would make float64 weights
+        beta = beta.astype(ms.float32)
+    return slots, ops.pow(min_tree[1] / leaves, beta)
+
+
+def update_leaves(sum_tree, min_tree, max_priority, head, count, steps, ids, priorities, alpha, max_length,
+                  num_envs, check=True):
+    """In place: set the priorities of the starts ``ids`` name; stale ids change nothing.
+
+    An id is fresh when its slot still holds its time row (the slot's ``T`` equals the id's)
+    and that start is still valid (a positive leaf): a start stops being valid only on its way
+    out of the ring, so an id is never revived. Of the fresh occurrences of one id, the last
+    wins; stale entries are ordered before all fresh ones, so a stale id of a slot never undoes
+    a fresh one.
+
+    Args:
+        ids (Tensor): Integer (any int dtype), ``(n,)``, in ``[0, id_period * num_envs)``; judged
+            in int64 before any narrowing cast.
+        priorities (Tensor): float, ``(n,)``; clamped to ``[PRIORITY_FLOOR, PRIORITY_CEILING]``.
+        check (bool): Guard the id range inside the graph. Default: ``True``.
+        The others: see the module docstring.
+
+    Returns:
+        Tensor, float32 scalar: the new largest priority, for the caller to assign.
+
+    Raises:
+        RuntimeError: At run time, with ``check=True``, if an id is out of range (``assert
+            failed``); nothing is written.
+    """
+    size = ids.shape[0]
+    if size == 0:
+        return max_priority
+    capacity = max_length * num_envs
+    period = id_period(max_length, num_envs)
+    wide = ids.astype(ms.int64)
+    ids = (wide % (period * num_envs)).astype(ms.int32)
+    if check:
+        ok = ops.logical_and(wide >= 0, wide < period * num_envs).all()
+        ids = ops.depend(ids, ASSERT(ok, [wide]))
+    slots = ids % capacity
+    rows = slots if num_envs == 1 else slots // num_envs
+    logical = (rows + max_length - head) % max_length
+    same_row = ops.floor_mod(steps - count + logical - ids // num_envs, _period(max_length, num_envs)) == 0
+    current = ops.gather(sum_tree, slots + tree_size(capacity), 0)
+    fresh = ops.logical_and(same_row, current > 0)
+    clamped = clamp_priorities(priorities)
+    values = ops.where(fresh, leaf_values(clamped, alpha), current)
+    applied = ops.where(fresh, clamped, ops.zeros_like(clamped))
+    order = sort_ints(fresh.astype(ms.int32) * size + arange(size), 2 * size)[1]
+    slots, values, applied = (ops.gather(x, order, 0) for x in (slots, values, applied))
+    winner = last_occurrence(slots, capacity)
+    values, applied = ops.gather(values, winner, 0), ops.gather(applied, winner, 0)
+    set_leaves(sum_tree, min_tree, slots, values, capacity)
+    return ops.maximum(max_priority, applied.max())
