@@ -134,20 +134,18 @@ def start_table_contract(head: int, count: int, ranks: np.ndarray, ended: np.nda
 TREE_RTOL = 1e-5
 
 
-def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: np.ndarray, count: int | np.ndarray,
+def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: np.ndarray, count: int,
                       names: tuple[str, str, str], alpha: float) -> list[str]:
     """What breaks the trees of a priority buffer (``mindspore_rl_buffer.ops.priority``), or ``[]``.
 
     The invariants its operators keep: ``max_priority`` is in ``[1, PRIORITY_CEILING]`` (it
     starts at 1 and never decreases); the stored slots ``[0, count)`` (the ring holds ``count``
     items; ``count`` keeps the ring contract, checked apart) have leaves in ``[LEAF_FLOOR,
-    LEAF_CEILING]`` (with ``count`` a bool mask over the slots: the slots it marks, a
-    prioritized transition buffer's valid starts), none above the leaf of ``max_priority``
-    (``max_priority ** alpha``, the largest priority stored so far, clamped alike), equal in
-    both trees; every other leaf is 0 in the sum tree and ``+inf`` in the min tree; every
-    inner node is the sum (the minimum) of its two children. Values computed apart are
-    compared within :data:`TREE_RTOL`; each problem names its Parameter (``names``: the sum
-    tree's, the min tree's, ``max_priority``'s).
+    LEAF_CEILING]``, none above the leaf of ``max_priority`` (``max_priority ** alpha``, the
+    largest priority stored so far, clamped alike), equal in both trees; every other leaf is 0 in
+    the sum tree and ``+inf`` in the min tree; every inner node is the sum (the minimum) of its
+    two children. Values computed apart are compared within :data:`TREE_RTOL`; each problem
+    names its Parameter (``names``: the sum tree's, the min tree's, ``max_priority``'s).
     """
     sum_name, min_name, max_name = names
     top = float(np.asarray(max_priority, np.float64).reshape(-1)[0])
@@ -167,13 +165,9 @@ def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: 
     if problems:
         return problems
     size = sums.size // 2  # slot s is the leaf node size + s; node 0 is unused
-    if isinstance(count, np.ndarray):
-        stored = np.zeros(size, bool)
-        stored[:count.size] = count
-        count, after = int(count.sum()), "the slots that are not valid starts"
-    else:
-        stored, after = np.arange(size) < count, f"the slots not stored (from slot {count} on)"
+    stored = np.arange(size) < count
     sum_leaves, min_leaves = sums[size:], mins[size:]
+    after = f"the slots not stored (from slot {count} on)"
     with np.errstate(over="ignore"):
         top_leaf = min(max(float(np.power(top, np.float64(alpha))), _LEAF_RANGE[0]), _LEAF_RANGE[1])
     for name, wrong, what, values in (
@@ -205,4 +199,55 @@ def priority_contract(sum_tree: np.ndarray, min_tree: np.ndarray, max_priority: 
         problems.append(f"Parameter '{min_name}' must hold in every inner node the minimum of its two children, "
                         f"but node {bad[0]} holds {mins[bad[0]]} where their minimum is {children[bad[0] - 1]} "
                         f"({bad.size} such nodes)")
+    return problems
+
+
+def level_tree_contract(sums: list[np.ndarray], mins: list[np.ndarray], max_priority: np.ndarray,
+                        valid: np.ndarray, alpha: float) -> list[str]:
+    """What breaks the trees of a prioritized transition buffer (``mindspore_rl_buffer.ops.prioritized``).
+
+    ``sums``/``mins``: the levels, leaves first, as the Parameters ``sum_tree_<i>``/``min_tree_<i>``;
+    ``valid``: the valid starts (:func:`valid_starts`). The invariants: ``max_priority`` in ``[1,
+    PRIORITY_CEILING]``; a leaf in ``[LEAF_FLOOR, LEAF_CEILING]``, at most the leaf of
+    ``max_priority``, at each valid start and the same in both trees; 0 and ``+inf`` at every
+    other slot; every node of a level above the sum (the minimum) of its children, within
+    :data:`TREE_RTOL`.
+    """
+    top = float(np.asarray(max_priority, np.float64).reshape(-1)[0])
+    problems = []
+    if not _TOP_RANGE[0] <= top <= _TOP_RANGE[1]:  # NaN is in no range
+        problems.append(f"Parameter 'max_priority' must be in [1, 2**126] (it starts at 1 and never decreases), "
+                        f"but got {top}")
+    sums, mins = [np.asarray(x, np.float64).reshape(-1) for x in sums], [np.asarray(x, np.float64).reshape(-1)
+                                                                            for x in mins]
+    shapes = [x.size for x in sums]
+    if [x.size for x in mins] != shapes or any(a != b * (shapes[0] // shapes[1]) for a, b in zip(shapes, shapes[1:])):
+        return [*problems, f"the tree levels must have the sizes the buffer builds, {shapes}, but got "
+                           f"{[x.size for x in mins]} in the min tree"]
+    valid = np.concatenate([valid, np.zeros(shapes[0] - valid.size, bool)])
+    leaves, floors = sums[0], mins[0]
+    with np.errstate(over="ignore"):
+        top_leaf = min(max(float(np.power(top, np.float64(alpha))), _LEAF_RANGE[0]), _LEAF_RANGE[1])
+    checks = (("sum_tree_0", valid & ~((_LEAF_RANGE[0] <= leaves) & (leaves <= top_leaf * (1 + TREE_RTOL))),
+               f"a leaf in [{LEAF_FLOOR:.4g}, {top_leaf:.7g}] (the leaf of 'max_priority') at every valid start"),
+              ("sum_tree_0", ~valid & (leaves != 0), "0 at every slot that is not a valid start"),
+              ("min_tree_0", valid & ~np.isclose(floors, leaves, rtol=TREE_RTOL, atol=0),
+               "the leaves of 'sum_tree_0' at every valid start"),
+              ("min_tree_0", ~valid & (floors != np.inf), "+inf at every slot that is not a valid start"))
+    for name, wrong, what in checks:
+        slots = np.flatnonzero(wrong)
+        if slots.size:
+            values = leaves if name.startswith("sum") else floors
+            problems.append(f"Parameter '{name}' must hold {what}, but got {values[slots[0]]} for slot {slots[0]} "
+                            f"({slots.size} such slots)")
+    fanout = shapes[0] // shapes[1] if len(shapes) > 1 else 1
+    for level in range(1, len(sums)):
+        for kind, nodes, below, combine in (("sum", sums[level], sums[level - 1], np.sum),
+                                            ("min", mins[level], mins[level - 1], np.min)):
+            expected = combine(below.reshape(-1, fanout), axis=1)
+            bad = np.flatnonzero(~np.isclose(nodes, expected, rtol=TREE_RTOL, atol=0) & (nodes != expected))
+            if bad.size:
+                problems.append(f"Parameter '{kind}_tree_{level}' must hold in every node the {kind} of its "
+                                f"{fanout} children, but node {bad[0]} holds {nodes[bad[0]]} where they give "
+                                f"{expected[bad[0]]} ({bad.size} such nodes)")
     return problems

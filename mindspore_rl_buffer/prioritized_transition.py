@@ -14,10 +14,10 @@ from typing import Any
 
 import mindspore as ms
 import numpy as np
-from mindspore import Parameter, Tensor, ops
+from mindspore import Parameter, ParameterTuple, Tensor, ops
 
 from mindspore_rl_buffer import _errors, contracts
-from mindspore_rl_buffer._graph import Launch, buffer_method, discard
+from mindspore_rl_buffer._graph import DIRECT_CALLS, Launch, buffer_method, discard
 from mindspore_rl_buffer._validation import (
     check_exponent,
     check_optional_size_graph,
@@ -30,7 +30,7 @@ from mindspore_rl_buffer._validation import (
 from mindspore_rl_buffer.ops import prioritized
 from mindspore_rl_buffer.ops import transition as transition_ops
 from mindspore_rl_buffer.ops._common import guarded
-from mindspore_rl_buffer.priority_replay_buffer import _one_column, clear_trees, tree_parameters
+from mindspore_rl_buffer.priority_replay_buffer import _one_column
 from mindspore_rl_buffer.transition import TransitionReplayBuffer
 from mindspore_rl_buffer.transition import _host_sample as _host_uniform_sample
 
@@ -111,7 +111,8 @@ class PrioritizedTransitionReplayBuffer(TransitionReplayBuffer):
     """
 
     BINDING_SETTINGS = (*TransitionReplayBuffer.BINDING_SETTINGS, "alpha")
-    RESERVED_NAMES = ("sum_tree", "min_tree", "max_priority", "steps")
+    RESERVED_NAMES = ("sum_tree", "min_tree", "max_priority", "steps", *(f"{kind}_tree_{i}" for kind in ("sum", "min")
+                                                                        for i in range(8)))
 
     def __init__(self, sample_size: int, capacity: int, shapes: Sequence[Any], types: Sequence[Any], *,
                  alpha: float = 0.6, num_envs: int = 1, stack_size: int = 1, n_step: int = 1, gamma: float = 0.99,
@@ -120,7 +121,12 @@ class PrioritizedTransitionReplayBuffer(TransitionReplayBuffer):
         super().__init__(sample_size, capacity, shapes, types, num_envs=num_envs, stack_size=stack_size,
                          n_step=n_step, gamma=gamma, names=names, seed=seed)
         self._alpha = alpha
-        self.sum_tree, self.min_tree, self.max_priority = tree_parameters(self.capacity)
+        sums, mins = prioritized.empty_levels(self.capacity)
+        self.sum_tree = ParameterTuple([Parameter(Tensor(x), name=f"sum_tree_{i}", requires_grad=False)
+                                        for i, x in enumerate(sums)])
+        self.min_tree = ParameterTuple([Parameter(Tensor(x), name=f"min_tree_{i}", requires_grad=False)
+                                        for i, x in enumerate(mins)])
+        self.max_priority = Parameter(Tensor(1.0, ms.float32), name="max_priority", requires_grad=False)
         self.steps = Parameter(Tensor(0, ms.int32), name="steps", requires_grad=False)
 
     @property
@@ -132,6 +138,12 @@ class PrioritizedTransitionReplayBuffer(TransitionReplayBuffer):
     def id_bound(self) -> int:
         """Every id is in ``[0, id_bound)``."""
         return prioritized.id_period(self.max_length, self.num_envs) * self.num_envs
+
+    def tree_leaves(self) -> tuple[np.ndarray, np.ndarray]:
+        """Host copies of the leaves of the sum tree and the min tree, one per flat slot ``row * num_envs + env``:
+        ``priority ** alpha`` at a valid start, 0 (``+inf`` in the min tree) at every other slot."""
+        with DIRECT_CALLS:
+            return tuple(tree[0].asnumpy()[:self.capacity].copy() for tree in (self.sum_tree, self.min_tree))
 
     # ------------------------------------------------------------------------- insert
     def _before_insert(self, batch):
@@ -227,7 +239,11 @@ class PrioritizedTransitionReplayBuffer(TransitionReplayBuffer):
 
     # ------------------------------------------------------------------------- reset
     def _clear(self):
-        clear_trees(self.sum_tree, self.min_tree, self.max_priority)
+        for level in self.sum_tree:
+            ops.assign(level, ops.zeros_like(level))
+        for level in self.min_tree:
+            ops.assign(level, ops.fill(ms.float32, level.shape, float("inf")))
+        ops.assign(self.max_priority, ops.ones_like(self.max_priority))
         ops.assign(self.steps, ops.zeros_like(self.steps))
         return TransitionReplayBuffer._clear(self)
 
@@ -236,17 +252,15 @@ class PrioritizedTransitionReplayBuffer(TransitionReplayBuffer):
         return {**TransitionReplayBuffer._settings(self), "alpha": self._alpha}
 
     def checkpoint_state(self, read: Any) -> list[str]:
-        """The trees hold a positive leaf exactly at each valid start (see
-        :func:`~mindspore_rl_buffer.contracts.priority_contract`), and ``steps`` agrees with the
-        ring's cursors: a corrupt file would otherwise draw starts that are not valid."""
+        """The trees hold a positive leaf exactly at each valid start, every node the sum (the
+        minimum) of its children (see :func:`~mindspore_rl_buffer.contracts.level_tree_contract`), and
+        ``steps`` agrees with the ring's cursors: a corrupt file would otherwise draw starts that are not valid."""
         storage = self.storage
         head, count = int(read(storage.head)), int(read(storage.count))
-        ended = np.asarray(read(storage.columns[2])) != 0
-        ended = ended | (np.asarray(read(storage.columns[3])) != 0)
+        ended = (np.asarray(read(storage.columns[2])) != 0) | (np.asarray(read(storage.columns[3])) != 0)
         valid = contracts.valid_starts(head, count, ended, self._stack_size, self._n_step)
-        problems = contracts.priority_contract(read(self.sum_tree), read(self.min_tree), read(self.max_priority),
-                                               valid, (self.sum_tree.name, self.min_tree.name,
-                                                       self.max_priority.name), self._alpha)
+        problems = contracts.level_tree_contract([read(x) for x in self.sum_tree], [read(x) for x in self.min_tree],
+                                                 read(self.max_priority), valid, self._alpha)
         steps, period = int(np.asarray(read(self.steps))), prioritized.id_period(self._max_length, self._num_envs)
         if not 0 <= steps < period or (steps - count - head) % self._max_length:
             problems.append(f"Parameter '{self.steps.name}' must be in [0, {period}) and agree with the cursors "

@@ -46,7 +46,17 @@ a leaf is positive exactly while its start is valid.
 from mindspore_rl_buffer.ops import dedupe, prioritized, priority, reservoir, rng, stacks, transition
 from mindspore_rl_buffer.ops._common import MAX_CAPACITY, draws
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
-from mindspore_rl_buffer.ops.prioritized import id_period, insert_leaves, sample_leaves, start_ids, update_leaves
+from mindspore_rl_buffer.ops.prioritized import (
+    empty_levels,
+    find_leaves,
+    id_period,
+    insert_leaves,
+    sample_leaves,
+    start_ids,
+    tree_shape,
+    update_leaves,
+    write_leaves,
+)
 from mindspore_rl_buffer.ops.priority import (
     LEAF_CEILING,
     LEAF_FLOOR,
@@ -54,7 +64,6 @@ from mindspore_rl_buffer.ops.priority import (
     PRIORITY_FLOOR,
     clamp_priorities,
     empty_trees,
-    find_positive,
     find_prefix,
     find_slots,
     insert_priorities,
@@ -114,9 +123,10 @@ __all__ = [
     "draw_slots",
     "draw_starts",
     "draws",
+    "empty_levels",
     "empty_trees",
     "final_rows",
-    "find_positive",
+    "find_leaves",
     "find_prefix",
     "find_slots",
     "gather_counts",
@@ -159,6 +169,7 @@ __all__ = [
     "start_ids",
     "transition",
     "transition_windows",
+    "tree_shape",
     "tree_size",
     "tree_writes",
     "uniform_int",
@@ -166,4 +177,5 @@ __all__ = [
     "update_leaves",
     "update_priorities",
     "winning_values",
+    "write_leaves",
 ]

@@ -2,17 +2,23 @@
 
 The state is that of :mod:`mindspore_rl_buffer.ops.transition` (a ring of ``max_length``
 time rows of ``num_envs`` environments, ``head`` and ``count`` in time rows, ``terminated``
-and ``truncated`` columns ``(max_length, num_envs)``), with the two trees of
-:mod:`mindspore_rl_buffer.ops.priority` over its flat slots ``s = row * num_envs + env``
-(``capacity = max_length * num_envs``) and:
+and ``truncated`` columns ``(max_length, num_envs)``) with a sum tree and a min tree over its
+flat slots ``s = row * num_envs + env`` (``capacity = max_length * num_envs``), and:
 
+* Tree layout: :func:`tree_shape` gives a fan-out ``K <= 32`` and a depth ``D`` with
+  ``K ** D >= capacity``. Level ``i`` of a tree is its own float32 Parameter of ``K ** (D - i)``
+  nodes: level 0 holds the leaves (slot ``s`` at index ``s``), level ``D`` the root; node ``v``
+  of level ``i`` has the children ``v * K .. v * K + K - 1`` of level ``i - 1`` and holds their
+  float32 sum (their minimum), recomputed from them on every write. A wide tree keeps a draw
+  and a write to ``D`` steps of a few kernels each (4 at 1,000,000 slots), where a binary
+  tree takes 20; every level is written once per graph, after it is read, then read above.
 * ``steps``: int32 scalar, the time rows inserted since the last reset, modulo
   :func:`id_period`; ``(steps - count) % max_length == head`` always.
 * The leaf of a slot is its ``priority ** alpha`` while the slot is a valid start (the rule of
   :mod:`~mindspore_rl_buffer.ops.transition`) and exactly 0 otherwise (``+inf`` in the min
   tree). So a draw with probability ``leaf / total`` gives every start that is not valid
-  probability 0, with no rejection; :func:`~mindspore_rl_buffer.ops.priority.find_positive`
-  never descends into a subtree of zero mass, so rounding cannot reach one either.
+  probability 0, with no rejection; :func:`find_leaves` never descends into a node of zero
+  mass, so rounding cannot reach one either.
 * :func:`insert_leaves` keeps that rule through every insert: the starts that become valid
   (the ``n_step`` newest rows before the insert and the rows written) get the leaf of
   ``max_priority``, those that stop being valid (the rows that fall among the ``stack_size``
@@ -24,15 +30,130 @@ and ``truncated`` columns ``(max_length, num_envs)``), with the two trees of
 from __future__ import annotations
 
 import mindspore as ms
+import numpy as np
 from mindspore import Tensor, ops
 from mindspore_rl_buffer.ops._common import ASSERT, arange, draws, offsets, sort_ints
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
-from mindspore_rl_buffer.ops.priority import clamp_priorities, find_positive, leaf_values, set_leaves, tree_size
+from mindspore_rl_buffer.ops.priority import clamp_priorities, leaf_values
 from mindspore_rl_buffer.ops.rng import uniform_real
 
 #: ``id_period(max_length, num_envs) * num_envs`` is at most this: every id and every difference of
 #: two time indexes stays inside int32.
 ID_SPACE = 2**30
+
+
+#: The widest fan-out of a tree.
+MAX_FANOUT = 32
+_INF = float("inf")
+
+
+def tree_shape(capacity):
+    """``(fanout, depth)``: the fewest levels with a fan-out of at most 32, then the smallest
+    fan-out ``K >= 2`` with ``K ** depth >= capacity``.
+
+    Examples:
+        >>> from mindspore_rl_buffer.ops import tree_shape
+        >>> tree_shape(1_000_000), tree_shape(4096), tree_shape(10)
+        ((32, 4), (16, 3), (10, 1))
+    """
+    depth = 1
+    while MAX_FANOUT ** depth < capacity:
+        depth += 1
+    fanout = max(2, round(capacity ** (1.0 / depth)))
+    while fanout ** depth < capacity:
+        fanout += 1
+    while fanout > 2 and (fanout - 1) ** depth >= capacity:
+        fanout -= 1
+    return fanout, depth
+
+
+def empty_levels(capacity):
+    """The levels of an empty sum tree and min tree (all leaves 0 and ``+inf``), leaves first.
+
+    Returns:
+        Tuple of 2 lists of ``depth + 1`` float32 numpy arrays.
+    """
+    fanout, depth = tree_shape(capacity)
+    sizes = [fanout ** (depth - i) for i in range(depth + 1)]
+    return [np.zeros(n, np.float32) for n in sizes], [np.full(n, np.inf, np.float32) for n in sizes]
+
+
+@ops.constexpr
+def _children(fanout):
+    return Tensor(np.arange(fanout, dtype=np.int32).reshape(1, fanout))
+
+
+def write_leaves(sums, mins, slots, values):
+    """In place: set leaves (0 for a slot that may not be drawn) and recompute their ancestors.
+
+    Each level is written with one scatter per tree, then read for the level above (a node is
+    the sum, the minimum, of its children as just written). A slot repeated in ``slots`` must
+    carry the same value each time; its ancestors then get equal values from every repeat.
+
+    Args:
+        sums (ParameterTuple): The sum tree's levels, leaves first (see the module docstring).
+        mins (ParameterTuple): The min tree's levels.
+        slots (Tensor): int32, ``(n,)``.
+        values (Tensor): float32, ``(n,)``, leaves (``priority ** alpha``) or 0.
+
+    Returns:
+        Tensor, float32 ``(1,)``: the root of the sum tree, the total mass.
+
+    Examples:
+        >>> import numpy as np
+        >>> from mindspore import Parameter, ParameterTuple, Tensor
+        >>> from mindspore_rl_buffer.ops import empty_levels, find_leaves, write_leaves
+        >>> sums, mins = (ParameterTuple([Parameter(Tensor(x), name=f"{kind}{i}", requires_grad=False)
+        ...                               for i, x in enumerate(levels)])
+        ...               for kind, levels in zip(("s", "m"), empty_levels(100)))
+        >>> total = write_leaves(sums, mins, Tensor(np.array([3, 50, 97], np.int32)), Tensor([1.0, 0.0, 2.0]))
+        >>> float(total[0]), float(mins[-1][0]), find_leaves(sums, Tensor([0.5, 1.0, 2.9])).asnumpy().tolist()
+        (3.0, 1.0, [3, 97, 97])
+    """
+    fanout = sums[0].shape[0] // sums[1].shape[0]
+    values = values.astype(ms.float32)
+    ops.scatter_update(sums[0], slots, values)
+    ops.scatter_update(mins[0], slots, ops.where(values > 0, values, _INF))
+    nodes, total = slots, values
+    for level in range(1, len(sums)):
+        nodes = nodes // fanout
+        children = nodes.reshape((-1, 1)) * fanout + _children(fanout)
+        total = ops.gather(sums[level - 1], children, 0).sum(1)
+        ops.scatter_update(sums[level], nodes, total)
+        ops.scatter_update(mins[level], nodes, ops.amin(ops.gather(mins[level - 1], children, 0), 1))
+    return sums[-1]
+
+
+def find_leaves(sums, targets):
+    """The leaf whose cumulative-sum interval holds each target, never one of zero mass.
+
+    From the root down, each step gathers the ``K`` children of the node, takes their running
+    sums, and goes to the first child whose running sum exceeds the target (subtracting the
+    sums before it), or, when rounding leaves the target at or past them all, to the last
+    child of positive mass. A child of zero mass does not raise the running sum, so it is
+    never the first to exceed a target; a node of positive mass has a positive child. From a
+    positive root the descent therefore ends in a positive leaf, whatever the rounding.
+
+    Args:
+        sums (ParameterTuple): The sum tree's levels, leaves first, with a positive root.
+        targets (Tensor): float32, ``(B,)``, nominally in ``[0, total)``.
+
+    Returns:
+        Tensor, int32, ``(B,)``: slots whose leaves are positive.
+    """
+    depth = len(sums) - 1
+    fanout = sums[0].shape[0] // sums[1].shape[0]
+    nodes = ops.zeros(targets.shape, ms.int32)
+    targets = targets.reshape((-1, 1))
+    for level in range(depth - 1, -1, -1):
+        children = ops.gather(sums[level], nodes.reshape((-1, 1)) * fanout + _children(fanout), 0)
+        running = ops.cumsum(children, 1)
+        passed = (running <= targets).astype(ms.int32).sum(1, keepdims=True)
+        last = ops.amax((children > 0).astype(ms.int32) * _children(fanout), 1, keepdims=True)
+        chosen = ops.minimum(passed, last)
+        targets = ops.maximum(targets - ops.gather_elements(running - children, 1, chosen), 0.0)
+        nodes = nodes * fanout + chosen.reshape(-1)
+    return nodes
 
 
 def id_period(max_length, num_envs):
@@ -52,7 +173,7 @@ def _period(max_length, num_envs):
     return Tensor(id_period(max_length, num_envs), ms.int32)
 
 
-def insert_leaves(sum_tree, min_tree, head, count, terminated_column, truncated_column, terminated, truncated,
+def insert_leaves(sums, mins, head, count, terminated_column, truncated_column, terminated, truncated,
                   max_priority, alpha, stack_size, n_step):
     """In place: the leaves of the starts that an insert of ``k`` time steps makes valid or not valid.
 
@@ -68,8 +189,8 @@ def insert_leaves(sum_tree, min_tree, head, count, terminated_column, truncated_
     group (never valid before), else its leaf as it was; a slot in both groups gets one value.
 
     Args:
-        sum_tree (Parameter): float32, ``(2P,)``.
-        min_tree (Parameter): float32, ``(2P,)``.
+        sums (ParameterTuple): The sum tree's levels (see the module docstring).
+        mins (ParameterTuple): The min tree's levels.
         head (Tensor): int32 scalar, before the insert.
         count (Tensor): int32 scalar, time rows stored before the insert.
         terminated_column (Tensor): ``(max_length, num_envs)``, the stored flags.
@@ -82,11 +203,10 @@ def insert_leaves(sum_tree, min_tree, head, count, terminated_column, truncated_
         n_step (int): Steps per return.
 
     Returns:
-        Tensor, float32 scalar: the total mass after the insert.
+        Tensor, float32 ``(1,)``: the total mass after the insert.
     """
     max_length, num_envs = terminated_column.shape
     steps = terminated.shape[0]
-    capacity = max_length * num_envs
     kept = min(steps, max_length)
     first = steps - kept  # the batch's first stored step
     top, bottom = min(steps + n_step, max_length), min(steps, max_length)
@@ -109,10 +229,10 @@ def insert_leaves(sum_tree, min_tree, head, count, terminated_column, truncated_
     fresh = ((rows - end + (2 * max_length + n_step)) % max_length < top).reshape((-1, 1))
     slots = (rows.reshape((-1, 1)) * num_envs + arange(num_envs)).reshape(-1)
     fresh = ops.broadcast_to(fresh, (rows.shape[0], num_envs)).reshape(-1)
-    current = ops.gather(sum_tree, slots + tree_size(capacity), 0)
+    current = ops.gather(sums[0], slots, 0)
     kept_leaves = ops.where(fresh, ops.broadcast_to(leaf_values(max_priority, alpha), slots.shape), current)
     values = ops.where(valid, kept_leaves, ops.zeros_like(current))
-    return set_leaves(sum_tree, min_tree, slots, values, capacity)
+    return write_leaves(sums, mins, slots, values)
 
 
 def start_ids(flat, head, count, steps, max_length, num_envs):
@@ -134,30 +254,36 @@ def start_ids(flat, head, count, steps, max_length, num_envs):
 
 
 @draws
-def sample_leaves(sum_tree, min_tree, sample_size, beta, capacity, rng=None):
+def sample_leaves(sums, mins, sample_size, beta, capacity, rng=None):
     """Draw ``sample_size`` slots with probability ``leaf / total``, stratified, and their weights.
 
-    As :func:`~mindspore_rl_buffer.ops.priority.sample`, over a tree whose zero leaves may lie
-    anywhere: target ``j`` is ``(j + u_j) * total / sample_size``, found by
-    :func:`~mindspore_rl_buffer.ops.priority.find_positive`. Weights ``(min_leaf / leaf) ** beta``
-    are ``(N * P(i)) ** -beta`` over their largest value among the ``N`` positive leaves. With
-    a total of 0 (no valid start) the slots are meaningless (clamped into the ring): the caller
-    guards that case.
+    Target ``j`` is ``(j + u_j) * total / sample_size`` with ``u_j`` uniform in ``[0, 1)``, found
+    by :func:`find_leaves`. Weights ``(min_leaf / leaf) ** beta`` are ``(N * P(i)) ** -beta``
+    over their largest value among the ``N`` positive leaves. With a total of 0 (no valid
+    start) the slots are meaningless (clamped into the ring): the caller guards that case.
+
+    Args:
+        sums (ParameterTuple): The sum tree's levels.
+        mins (ParameterTuple): The min tree's levels.
+        sample_size (int): Slots to draw.
+        beta (Union[float, Tensor]): Importance-sampling exponent, ``>= 0``.
+        capacity (int): Slots of the ring.
+        rng (tuple[Parameter, Parameter]): The generator's state, advanced by the draw.
 
     Returns:
         Tuple of 2 tensors: slots (int32, ``(sample_size,)``) and weights (float32, ``(sample_size,)``).
     """
-    total = sum_tree[1]
+    total = sums[-1]
     uniform = uniform_real((sample_size,), rng)
     targets = (arange(sample_size).astype(ms.float32) + uniform) * (total / sample_size)
-    slots = ops.minimum(find_positive(sum_tree, targets, capacity), capacity - 1)
-    leaves = ops.gather(sum_tree, slots + tree_size(capacity), 0)
+    slots = ops.minimum(find_leaves(sums, targets), capacity - 1)
+    leaves = ops.gather(sums[0], slots, 0)
     if isinstance(beta, Tensor) and beta.dtype != ms.float32:  # a float64 beta would make float64 weights
         beta = beta.astype(ms.float32)
-    return slots, ops.pow(min_tree[1] / leaves, beta)
+    return slots, ops.pow(mins[-1] / leaves, beta)
 
 
-def update_leaves(sum_tree, min_tree, max_priority, head, count, steps, ids, priorities, alpha, max_length,
+def update_leaves(sums, mins, max_priority, head, count, steps, ids, priorities, alpha, max_length,
                   num_envs, check=True):
     """In place: set the priorities of the starts ``ids`` name; stale ids change nothing.
 
@@ -195,7 +321,7 @@ def update_leaves(sum_tree, min_tree, max_priority, head, count, steps, ids, pri
     rows = slots if num_envs == 1 else slots // num_envs
     logical = (rows + max_length - head) % max_length
     same_row = ops.floor_mod(steps - count + logical - ids // num_envs, _period(max_length, num_envs)) == 0
-    current = ops.gather(sum_tree, slots + tree_size(capacity), 0)
+    current = ops.gather(sums[0], slots, 0)
     fresh = ops.logical_and(same_row, current > 0)
     clamped = clamp_priorities(priorities)
     values = ops.where(fresh, leaf_values(clamped, alpha), current)
@@ -204,5 +330,5 @@ def update_leaves(sum_tree, min_tree, max_priority, head, count, steps, ids, pri
     slots, values, applied = (ops.gather(x, order, 0) for x in (slots, values, applied))
     winner = last_occurrence(slots, capacity)
     values, applied = ops.gather(values, winner, 0), ops.gather(applied, winner, 0)
-    set_leaves(sum_tree, min_tree, slots, values, capacity)
+    write_leaves(sums, mins, slots, values)
     return ops.maximum(max_priority, applied.max())

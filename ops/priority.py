@@ -105,8 +105,7 @@ def tree_writes(sum_tree, min_tree, slots, values, capacity):
         slots (Tensor): int32, ``(n,)``, slots in ``[0, capacity)``. A repeated slot must
             carry the same value each time (see :func:`winning_values`); the repeats then
             write equal values to every node, so the scatter's order does not matter.
-        values (Tensor): float32, ``(n,)``, leaf values (see :func:`leaf_values`), or 0 for a
-            slot that may not be drawn (``+inf`` in the min tree).
+        values (Tensor): float32, ``(n,)``, leaf values (see :func:`leaf_values`).
         capacity (int): Slots of the ring.
 
     Returns:
@@ -118,7 +117,7 @@ def tree_writes(sum_tree, min_tree, slots, values, capacity):
     order = sort_ints(slots, capacity)[1]
     nodes = ops.gather(slots, order, 0) + size
     sums = ops.gather(values.astype(ms.float32), order, 0)
-    mins = ops.where(sums > 0, sums, _INF)  # a leaf of 0 (a slot that may not be drawn) is +inf in the min tree
+    mins = sums
     all_nodes, all_sums, all_mins = [nodes], [sums], [mins]
     for _ in range(size.bit_length() - 1):
         sibling = ops.bitwise_xor(nodes, 1)
@@ -172,45 +171,6 @@ def find_prefix(sum_tree, targets, capacity):
     for _ in range(size.bit_length() - 1):
         left = ops.gather(sum_tree, 2 * nodes, 0)
         go_right = targets >= left
-        targets = ops.where(go_right, targets - left, targets)
-        nodes = 2 * nodes + go_right.astype(ms.int32)
-    return nodes - size
-
-
-def find_positive(sum_tree, targets, capacity):
-    """:func:`find_prefix` that never enters a subtree of zero mass: only positive leaves come out.
-
-    At each level the descent goes right when the target is not below the left child's sum
-    and the right child's sum is positive, or when the left child's sum is 0. Every inner
-    node is recomputed as the float32 sum of its children, so a positive node has a positive
-    child: from a positive root the descent ends in a positive leaf, whatever the rounding of
-    the targets (a target at or past the total ends in the last positive leaf). For leaves
-    that are 0 anywhere (a transition buffer's starts that may not be drawn), where
-    :func:`find_slots`'s clamp to the stored prefix does not apply.
-
-    Args:
-        sum_tree (Tensor): float32, ``(2P,)``, with a positive root.
-        targets (Tensor): float32, ``(n,)``, nominally in ``[0, total)``.
-        capacity (int): Slots of the ring.
-
-    Returns:
-        Tensor, int32, ``(n,)``: slots whose leaves are positive.
-
-    Examples:
-        >>> import numpy as np
-        >>> from mindspore import Parameter, Tensor
-        >>> from mindspore_rl_buffer.ops import empty_trees, find_positive, set_leaves
-        >>> sum_tree, min_tree = (Parameter(t, requires_grad=False) for t in empty_trees(4))
-        >>> _ = set_leaves(sum_tree, min_tree, Tensor(np.arange(4, dtype=np.int32)), Tensor([0.0, 2.0, 0.0, 1.0]), 4)
-        >>> find_positive(sum_tree, Tensor([0.0, 1.9, 2.0, 5.0]), 4).asnumpy().tolist()
-        [1, 1, 3, 3]
-    """
-    size = tree_size(capacity)
-    nodes = ops.ones(targets.shape, ms.int32)
-    for _ in range(size.bit_length() - 1):
-        left = ops.gather(sum_tree, 2 * nodes, 0)
-        right = ops.gather(sum_tree, 2 * nodes + 1, 0)
-        go_right = ops.logical_or(ops.logical_and(targets >= left, right > 0), left <= 0)
         targets = ops.where(go_right, targets - left, targets)
         nodes = 2 * nodes + go_right.astype(ms.int32)
     return nodes - size
