@@ -24,8 +24,9 @@ The keys a type accepts are its constructor's arguments (``shapes``/``types`` sp
 ``data_shape``/``data_type``): ``PriorityReplayBuffer`` also requires ``alpha``; it and
 ``ReservoirReplayBuffer`` take ``seed``/``seed0``/``seed1`` and ``names`` but not ``ordered``
 or ``replace``; ``TransitionReplayBuffer`` takes ``num_envs``, ``stack_size``, ``n_step``,
-``gamma``, ``names`` and ``seed``. Reading an entry is a pure function (:func:`buffer_arguments`) from the dict
-to validated constructor arguments; it never changes the caller's dict.
+``gamma``, ``names`` and ``seed``, and ``PrioritizedTransitionReplayBuffer`` those and ``alpha``.
+Reading an entry is a pure function (:func:`buffer_arguments`) from the dict to validated
+constructor arguments; it never changes the caller's dict.
 """
 from __future__ import annotations
 
