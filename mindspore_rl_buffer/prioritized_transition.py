@@ -220,10 +220,12 @@ class PrioritizedTransitionReplayBuffer(TransitionReplayBuffer):
 
         Raises:
             TypeError: If ``ids`` is not an int tensor or ``priorities`` not a float one.
-            ValueError: If either is not 1-D, their shapes differ, or a priority is negative or
-                not finite (direct calls; inside a graph they are clamped).
-            IndexError: If an id is outside ``[0, id_bound)``. Inside a graph this is raised when
-                the graph runs, and that compiled graph cannot run again.
+            ValueError: If either is not 1-D, their shapes differ, or a priority is negative, not
+                finite, or above the largest whose ``priority ** alpha`` stays within
+                ``ops.LEAF_CEILING`` (direct calls; inside a graph they are clamped).
+            IndexError: If an id is outside ``[0, id_bound)`` (direct calls). Inside a graph the
+                run fails with ``RuntimeError: assert failed`` instead, writes nothing, and that
+                compiled graph cannot run again.
         """
         priorities = _one_column(priorities)
         check_tensor_arg_graph("update_priorities", "ids", ids.dtype, ids.shape, "int", "a 1-D int tensor")

@@ -91,8 +91,8 @@ def write_leaves(sums, mins, slots, values):
     carry the same value each time; its ancestors then get equal values from every repeat.
 
     Args:
-        sums (ParameterTuple): The sum tree's levels, leaves first (see the module docstring).
-        mins (ParameterTuple): The min tree's levels.
+        sums (mindspore.ParameterTuple): The sum tree's levels, leaves first (see the module docstring).
+        mins (mindspore.ParameterTuple): The min tree's levels.
         slots (Tensor): int32, ``(n,)``.
         values (Tensor): float32, ``(n,)``, leaves (``priority ** alpha``) or 0.
 
@@ -114,12 +114,11 @@ def write_leaves(sums, mins, slots, values):
     values = values.astype(ms.float32)
     ops.scatter_update(sums[0], slots, values)
     ops.scatter_update(mins[0], slots, ops.where(values > 0, values, _INF))
-    nodes, total = slots, values
+    nodes = slots
     for level in range(1, len(sums)):
         nodes = nodes // fanout
         children = nodes.reshape((-1, 1)) * fanout + _children(fanout)
-        total = ops.gather(sums[level - 1], children, 0).sum(1)
-        ops.scatter_update(sums[level], nodes, total)
+        ops.scatter_update(sums[level], nodes, ops.gather(sums[level - 1], children, 0).sum(1))
         ops.scatter_update(mins[level], nodes, ops.amin(ops.gather(mins[level - 1], children, 0), 1))
     return sums[-1]
 
@@ -135,7 +134,7 @@ def find_leaves(sums, targets):
     positive root the descent therefore ends in a positive leaf, whatever the rounding.
 
     Args:
-        sums (ParameterTuple): The sum tree's levels, leaves first, with a positive root.
+        sums (mindspore.ParameterTuple): The sum tree's levels, leaves first, with a positive root.
         targets (Tensor): float32, ``(B,)``, nominally in ``[0, total)``.
 
     Returns:
@@ -148,7 +147,7 @@ def find_leaves(sums, targets):
     for level in range(depth - 1, -1, -1):
         children = ops.gather(sums[level], nodes.reshape((-1, 1)) * fanout + _children(fanout), 0)
         running = ops.cumsum(children, 1)
-        passed = (running <= targets).astype(ms.int32).sum(1, keepdims=True)
+        passed = (running <= targets).astype(ms.int32).sum(1, keepdims=True).astype(ms.int32)  # the sum is int64
         last = ops.amax((children > 0).astype(ms.int32) * _children(fanout), 1, keepdims=True)
         chosen = ops.minimum(passed, last)
         targets = ops.maximum(targets - ops.gather_elements(running - children, 1, chosen), 0.0)
@@ -189,8 +188,8 @@ def insert_leaves(sums, mins, head, count, terminated_column, truncated_column, 
     group (never valid before), else its leaf as it was; a slot in both groups gets one value.
 
     Args:
-        sums (ParameterTuple): The sum tree's levels (see the module docstring).
-        mins (ParameterTuple): The min tree's levels.
+        sums (mindspore.ParameterTuple): The sum tree's levels (see the module docstring).
+        mins (mindspore.ParameterTuple): The min tree's levels.
         head (Tensor): int32 scalar, before the insert.
         count (Tensor): int32 scalar, time rows stored before the insert.
         terminated_column (Tensor): ``(max_length, num_envs)``, the stored flags.
@@ -263,8 +262,8 @@ def sample_leaves(sums, mins, sample_size, beta, capacity, rng=None):
     start) the slots are meaningless (clamped into the ring): the caller guards that case.
 
     Args:
-        sums (ParameterTuple): The sum tree's levels.
-        mins (ParameterTuple): The min tree's levels.
+        sums (mindspore.ParameterTuple): The sum tree's levels.
+        mins (mindspore.ParameterTuple): The min tree's levels.
         sample_size (int): Slots to draw.
         beta (Union[float, Tensor]): Importance-sampling exponent, ``>= 0``.
         capacity (int): Slots of the ring.
@@ -297,8 +296,8 @@ def update_leaves(sums, mins, max_priority, head, count, steps, ids, priorities,
         ids (Tensor): Integer (any int dtype), ``(n,)``, in ``[0, id_period * num_envs)``; judged
             in int64 before any narrowing cast.
         priorities (Tensor): float, ``(n,)``; clamped to ``[PRIORITY_FLOOR, PRIORITY_CEILING]``.
-        check (bool): Guard the id range inside the graph. Default: ``True``.
-        The others: see the module docstring.
+        check (bool): Guard the id range inside the graph. Default: ``True``. The others: see
+            the module docstring.
 
     Returns:
         Tensor, float32 scalar: the new largest priority, for the caller to assign.
