@@ -205,3 +205,29 @@ def test_the_rng_benchmark_times_the_kernel_and_the_generator_alike_and_records_
         assert figures[name] > 0, name
     assert figures["generator_vs_kernel"] > 0 and figures["buffer_vs_bare_sample"] > 0
     assert set(written["uniformity_pvalues"]) == {"values_below_1000", "low_1_bits", "low_4_bits", "low_8_bits"}
+
+
+@pytest.mark.slow
+def test_the_prioritized_transition_benchmark_compares_both_buffers_filled_alike(tmp_path):
+    from mindspore_rl_buffer.ops import empty_levels
+
+    from benchmarks.prioritized_transition import buffers, main, spread_priorities
+    from benchmarks.transition import fill
+
+    rb = buffers(512, True)
+    fill(rb, 512, 256)
+    spread_priorities(rb, 8)
+    leaves = rb.tree_leaves()[0]
+    # The priorities set span orders of magnitude (leaves of 1e-3 ** 0.5 .. 1e3 ** 0.5), and the
+    # slots that are not valid starts keep leaves of 0.
+    assert leaves.max() / leaves[leaves > 0].min() > 100
+    assert (leaves > 0).sum() == int(rb.valid_starts())
+    results = main(["--smoke", "--out", str(tmp_path)])
+    speed, memory = results["speed"], results["memory"]
+    assert set(speed["us"]) == {"uniform_sample", "prioritized_sample", "prioritized_sample_update",
+                                "uniform_insert", "prioritized_insert"}
+    assert memory["prioritized"]["prioritized"] and not memory["uniform"]["prioritized"]
+    # What the prioritized buffer allocates beyond the uniform one: both trees, max_priority and steps.
+    levels = empty_levels(memory["prioritized"]["capacity"])
+    assert memory["tree_bytes"] == sum(level.nbytes for tree in levels for level in tree) + 8
+    assert (tmp_path / "prioritized_transition.json").exists()
