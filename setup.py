@@ -1,6 +1,7 @@
 """Install mindspore_rl_buffer; ``ops/`` is installed as ``mindspore_rl_buffer.ops`` and
 ``configs/`` as ``mindspore_rl_buffer.configs`` (so the main job finds its config anywhere).
-The main job, ``mindspore_rl_buffer.apps.dqn``, needs the ``dqn`` extra."""
+The main job, ``mindspore_rl_buffer.apps.dqn``, needs the ``dqn`` extra; its Atari configuration
+also the ``atari`` extra."""
 from setuptools import setup
 
 LONG_DESCRIPTION = """\
@@ -28,7 +29,7 @@ setup(
     classifiers=["Programming Language :: Python :: 3", "Programming Language :: Python :: 3.10",
                  "Programming Language :: Python :: 3.11", "Programming Language :: Python :: 3.12"],
     packages=["mindspore_rl_buffer", "mindspore_rl_buffer.ops", "mindspore_rl_buffer.configs",
-              "mindspore_rl_buffer.apps", "mindspore_rl_buffer.apps.dqn"],
+              "mindspore_rl_buffer.apps", "mindspore_rl_buffer.apps.dqn", "mindspore_rl_buffer.apps.atari"],
     package_dir={"mindspore_rl_buffer": "mindspore_rl_buffer", "mindspore_rl_buffer.ops": "ops",
                  "mindspore_rl_buffer.configs": "configs"},
     package_data={"mindspore_rl_buffer.configs": ["*.yaml"]},
@@ -50,6 +51,10 @@ setup(
                  "gymnasium>=0.29",
                  # Both test tiers on both cores, and the coverage floors CI enforces.
                  "pytest-xdist>=3.5", "pytest-cov>=5"],
+        # The Atari main job (configs/dqn_atari.py): the Arcade Learning Environment (ale-py ships
+        # the ROMs) behind gymnasium's AtariPreprocessing, which resizes frames with OpenCV.
+        # OpenCV 4.11 and later require numpy 2, which MindSpore 2.10 does not run with.
+        "atari": ["ale-py>=0.9", "gymnasium>=0.29", "opencv-python-headless>=4.6,<4.11"],
         # The documentation site: Sphinx (MindSpore's own documentation tool) with MyST Markdown
         # pages; furo gives the navigation sidebar without JavaScript build steps.
         "docs": ["sphinx>=8", "myst-parser>=4", "furo>=2024.8"],

@@ -245,6 +245,10 @@ def _train(args: argparse.Namespace) -> int:
         print(f"error: config file {name!r} not found; pass --config PATH, or one of the shipped configs "
               f"{_shipped_configs()}", file=sys.stderr)
         return 2
+    from mindspore_rl_buffer.apps.atari.cli import is_atari_file, train_atari
+
+    if is_atari_file(config_path):  # an Atari config (its environment names a game): the Atari trainer
+        return train_atari(config_path, args)
     if args.env == "gymnasium":
         try:
             import gymnasium  # noqa: F401

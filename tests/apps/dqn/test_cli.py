@@ -461,12 +461,14 @@ class TrainCalledError(Exception):
 
 def _config_given_to_train(monkeypatch, argv: list[str]) -> dict:
     """Run the command line up to training; return the config it would train from."""
+    from mindspore_rl_buffer.apps.atari import trainer as atari_trainer
     from mindspore_rl_buffer.apps.dqn import trainer
 
     def record(config, *args, **kwargs):
         raise TrainCalledError(config)
 
     monkeypatch.setattr(trainer, "train", record)
+    monkeypatch.setattr(atari_trainer, "train", record)  # an Atari config goes to the Atari trainer
     with pytest.raises(TrainCalledError) as trained:
         cli.main(argv)
     return trained.value.args[0]

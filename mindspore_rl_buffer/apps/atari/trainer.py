@@ -1,0 +1,176 @@
+"""The Atari trainer: the emulator on the host, one :class:`~.graph.TrainStep` launch per agent step.
+
+:func:`build` makes the agent from an algorithm config (``configs/dqn_atari.py``): the buffer
+through :func:`mindspore_rl_buffer.create_buffer`, the online and target
+:class:`~.networks.NatureQNetwork`, Adam, and the training graph. :func:`train` runs it for
+``max_steps`` agent steps: epsilon and beta follow linear schedules computed on the host and
+passed to the graph as scalars, and an update runs every ``update_period`` agent steps once
+``learning_starts`` rows are stored. :func:`play_random` runs a uniformly random agent through
+the same wrappers, the baseline of ``benchmarks/atari_learning.py``.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CHECKPOINT = "dqn_atari.ckpt"
+RETURNS = "returns.json"
+
+
+def is_atari_config(config: Mapping[str, Any]) -> bool:
+    """Whether ``config`` is an Atari algorithm config (its ``environment`` section names a ``game``)."""
+    environment = config.get("environment") if isinstance(config, Mapping) else None
+    return isinstance(environment, Mapping) and "game" in environment
+
+
+def linear(start: float, end: float, steps: int, step: int) -> float:
+    """``start`` moving linearly to ``end`` over ``steps`` steps, then ``end``."""
+    return end if step >= steps else start + (end - start) * step / max(1, steps)
+
+
+@dataclass
+class Agent:
+    """The parts :func:`build` makes."""
+
+    buffer: Any
+    q_net: Any
+    train_step: Any
+    num_actions: int
+
+
+@dataclass
+class Result:
+    """What a run did: agent steps, learn steps, seconds, and the finished games' scores."""
+
+    env_steps: int
+    learn_steps: int
+    wall_time: float
+    returns: list[tuple[int, float]] = field(default_factory=list)
+    losses: list[tuple[int, float]] = field(default_factory=list)
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.env_steps / self.wall_time if self.wall_time else 0.0
+
+
+def build(config: Mapping[str, Any], num_actions: int) -> Agent:
+    """The buffer, networks, optimizer and training graph of ``config``."""
+    from mindspore import nn
+
+    from mindspore_rl_buffer import create_buffer
+    from mindspore_rl_buffer.apps.atari.graph import Act, DoubleTarget, Learn, TrainStep, WeightedLoss
+    from mindspore_rl_buffer.apps.atari.networks import NatureQNetwork
+
+    buffer = create_buffer(config["replay_buffer"])
+    learner = config["learner"]
+    stack_size = buffer.stack_size
+    frame_shape = tuple(buffer.shapes[0][1:])  # (num_envs, H, W) per time step
+    q_net = NatureQNetwork(num_actions, stack_size, frame_shape)
+    target_net = NatureQNetwork(num_actions, stack_size, frame_shape)
+    for online, target in zip(q_net.get_parameters(), target_net.get_parameters()):
+        target.set_data(online.data.copy())
+        target.requires_grad = False
+    optimizer = nn.Adam(q_net.trainable_params(), learning_rate=learner["learning_rate"],
+                        eps=learner.get("adam_epsilon", 1.5e-4))
+    loss_net = WeightedLoss(q_net, learner.get("huber_delta", 1.0))
+    learn = Learn(buffer, loss_net, DoubleTarget(q_net, target_net), optimizer, learner["target_sync_period"])
+    act = Act(q_net, num_actions, stack_size, frame_shape)
+    return Agent(buffer, q_net, TrainStep(buffer, learn, act), num_actions)
+
+
+def atari_steps(config: Mapping[str, Any], seed: int) -> Any:
+    """The config's game as :class:`~.env.AtariSteps`, first reset with ``seed``."""
+    from mindspore_rl_buffer.apps.atari.env import MAX_FRAMES_PER_EPISODE, AtariSteps
+
+    environment = config["environment"]
+    return AtariSteps(environment["game"], seed, environment.get("terminal_on_life_loss", True),
+                      environment.get("max_frames_per_episode", MAX_FRAMES_PER_EPISODE))
+
+
+def train(config: Mapping[str, Any], *, max_steps: int | None = None, seed: int | None = None,
+          log: Callable[[str], None] | None = print, deadline: float | None = None) -> tuple[Result, Agent]:
+    """Train DQN on the config's game for ``max_steps`` agent steps (default: the config's), or until
+    the wall-clock time ``deadline`` (seconds since the epoch, checked every 100 steps) if given."""
+    import mindspore as ms
+    from mindspore import Tensor
+
+    trainer, policy, learner = config["trainer"], config["policy"], config["learner"]
+    seed = trainer.get("seed", 0) if seed is None else seed
+    max_steps = trainer["max_steps"] if max_steps is None else max_steps
+    ms.set_seed(seed)
+    steps = atari_steps(config, seed)
+    agent = build(config, steps.num_actions)
+    learning_starts, update_period = trainer["learning_starts"], trainer["update_period"]
+    log_interval = trainer.get("log_interval", 1000)
+    eps = (policy["epsilon_start"], policy["epsilon_end"], policy["epsilon_decay_steps"])
+    betas = (learner.get("beta_start", 0.4), learner.get("beta_end", 1.0))
+    one, zero = Tensor(1, ms.int32), Tensor(0, ms.int32)
+    yes, no = Tensor(True), Tensor(False)
+    result = Result(0, 0, 0.0)
+    action = int(np.random.default_rng(seed).integers(steps.num_actions))
+    observation, row_starts = steps.observation, True
+    start, loss_sum, losses = time.perf_counter(), 0.0, 0
+    done = 0
+    for step in range(max_steps):
+        if deadline is not None and step % 100 == 0 and time.time() > deadline:
+            break
+        nxt = steps.step(action)
+        learns = step + 1 >= learning_starts and (step + 1) % update_period == 0
+        beta = linear(betas[0], betas[1], max_steps, step)
+        next_action, loss = agent.train_step(
+            Tensor(observation[None]), Tensor(np.array([action], np.int32)),
+            Tensor(np.array([nxt.reward], np.float32)), Tensor(np.array([nxt.terminated], np.uint8)),
+            Tensor(np.array([nxt.truncated], np.uint8)), yes if row_starts else no, Tensor(nxt.observation[None]),
+            yes if nxt.starts else no, Tensor(linear(*eps, step), ms.float32), Tensor(beta, ms.float32),
+            one if learns else zero)
+        action = int(next_action.asnumpy()[0])
+        observation, row_starts = nxt.observation, nxt.starts
+        if learns:
+            result.learn_steps += 1
+            loss_sum, losses = loss_sum + float(loss.asnumpy()), losses + 1
+        if (step + 1) % log_interval == 0:
+            if losses:
+                result.losses.append((step + 1, loss_sum / losses))
+            if log is not None:
+                recent = [score for _, score in steps.returns[-10:]]
+                mean = f"{np.mean(recent):.1f}" if recent else "-"
+                log(f"step {step + 1}: {len(steps.returns)} games, mean score of the last 10 {mean}, "
+                    f"mean loss {loss_sum / max(1, losses):.4f}, {(step + 1) / (time.perf_counter() - start):.0f} "
+                    f"steps/s")
+            loss_sum, losses = 0.0, 0
+        done = step + 1
+    result.env_steps, result.wall_time = done, time.perf_counter() - start
+    result.returns = list(steps.returns)
+    steps.close()
+    return result, agent
+
+
+def play_random(config: Mapping[str, Any], max_steps: int, seed: int) -> Result:
+    """A uniformly random agent through the same wrappers for ``max_steps`` agent steps."""
+    steps = atari_steps(config, seed)
+    rng = np.random.default_rng(seed)
+    start = time.perf_counter()
+    for _ in range(max_steps):
+        steps.step(int(rng.integers(steps.num_actions)))
+    result = Result(max_steps, 0, time.perf_counter() - start, list(steps.returns))
+    steps.close()
+    return result
+
+
+def save_run(result: Result, agent: Agent, out: str | Path) -> Path:
+    """Write the online network's checkpoint and the scores to ``out``; the checkpoint's path."""
+    import mindspore as ms
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    ms.save_checkpoint(agent.q_net, str(folder / CHECKPOINT))
+    (folder / RETURNS).write_text(json.dumps({"env_steps": result.env_steps, "learn_steps": result.learn_steps,
+                                              "wall_time": result.wall_time, "returns": result.returns,
+                                              "losses": result.losses}, indent=1) + "\n")
+    return folder / CHECKPOINT

@@ -1,0 +1,77 @@
+"""``mindspore-rl-buffer train`` with an Atari config: the hand-over, the refused options, a real run."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import ale_py  # noqa: F401 - fails the module when the atari extra is missing
+import pytest
+
+from mindspore_rl_buffer import load_config
+from mindspore_rl_buffer.apps.atari import trainer
+from mindspore_rl_buffer.apps.dqn import cli
+
+ROOT = Path(__file__).resolve().parents[3]
+CONFIG = ROOT / "configs" / "dqn_atari.py"
+
+
+class TrainCalledError(Exception):
+    """Raised instead of training: carries the config and options ``train`` was given."""
+
+
+def _handed_over(monkeypatch, argv: list[str]) -> tuple[dict, dict]:
+    def record(config, **kwargs):
+        raise TrainCalledError(config, kwargs)
+
+    monkeypatch.setattr(trainer, "train", record)
+    with pytest.raises(TrainCalledError) as called:
+        cli.main(argv)
+    return called.value.args
+
+
+def test_an_atari_config_is_handed_to_the_atari_trainer_with_its_options(tmp_path, monkeypatch):
+    config, options = _handed_over(monkeypatch, ["train", "--config", str(CONFIG), "--out", str(tmp_path / "run"),
+                                                 "--max-steps", "300", "--seed", "7", "--no-progress"])
+    assert config == load_config(CONFIG)
+    assert (options["max_steps"], options["seed"], options["log"]) == (300, 7, None)
+    assert trainer.is_atari_config(config) and not trainer.is_atari_config(load_config(ROOT / "configs" / "dqn.py"))
+
+
+def test_the_boxing_config_is_the_breakout_config_with_its_game():
+    boxing, breakout = load_config(ROOT / "configs" / "dqn_atari_boxing.py"), load_config(CONFIG)
+    assert boxing["environment"].pop("game") == "Boxing" and breakout["environment"].pop("game") == "Breakout"
+    assert boxing == breakout
+
+
+@pytest.mark.parametrize("flag", [["--buffer", "numpy"], ["--env", "gymnasium"], ["--loop", "host"],
+                                  ["--compile-cache", "cache"]])
+def test_the_cartpole_options_are_refused_for_an_atari_config(tmp_path, capsys, flag):
+    status = cli.main(["train", "--config", str(CONFIG), "--out", str(tmp_path / "run"), *flag])
+    assert status == 2
+    assert capsys.readouterr().err == (f"error: {flag[0]} is for the CartPole configs; an Atari config runs its own "
+                                       f"trainer\n")
+
+
+def test_an_out_folder_holding_an_earlier_run_is_refused_without_overwrite(tmp_path, capsys):
+    (tmp_path / trainer.CHECKPOINT).write_bytes(b"")
+    assert cli.main(["train", "--config", str(CONFIG), "--out", str(tmp_path)]) == 2
+    assert "holds an earlier run" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_command_trains_on_the_real_emulator_and_writes_its_run(tmp_path):
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "mindspore_rl_buffer", "train", "--config", str(CONFIG), "--out",
+                           str(out), "--max-steps", "2000", "--no-progress"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # No deprecated MindSpore primitive in its graphs (the random draws included), no eliminated side effect.
+    assert "deprecated" not in done.stderr and "eliminated by mistake" not in done.stderr, done.stderr[-3000:]
+    assert "2000 agent steps, 101 learn steps" in done.stdout  # one update per 4 steps, steps 1,600 to 2,000
+    assert (out / trainer.CHECKPOINT).stat().st_size > 1_000_000  # the Q-network's ~3.3M float32 weights
+    record = json.loads((out / trainer.RETURNS).read_text())
+    assert record["env_steps"] == 2000 and record["learn_steps"] == 101
+    assert record["returns"], "a Breakout game ends within 2,000 agent steps"
+    assert all(0 < step <= 2000 and score >= 0 for step, score in record["returns"])
