@@ -308,6 +308,81 @@ def section_generic(data: Figures, plots: dict[str, bytes]) -> list[str]:
     return [table(rows, ["figure", "value"])] if rows else ["No figures recorded."]
 
 
+def section_atari_throughput(data: Figures, plots: dict[str, bytes]) -> list[str]:
+    rows = [["emulator and wrappers alone (random agent)", us(data["emulator_steps_per_second"]), "-"],
+            ["acting: one launch per step (insert, act)", us(data["acting_steps_per_second"]), "-"],
+            ["learning: one launch per step, each with an update", f"{data['learn_steps_per_second']:,.1f}",
+             f"{data['learn_steps_per_second']:,.1f}"],
+            [f"the job: one update per {round(data['job_steps_per_second'] / data['job_learn_steps_per_second'])} "
+             "agent steps", us(data["job_steps_per_second"]), f"{data['job_learn_steps_per_second']:,.1f}"]]
+    return [f"Buffer: `{data['buffer']}`; timed: {data['steps']:,} acting steps, {data['learns']:,} updates.",
+            table(rows, ["phase", "agent steps/s", "learn steps/s"])]
+
+
+def section_atari_memory(data: Figures, plots: dict[str, bytes]) -> list[str]:
+    rows = [["rows (capacity), every row written", f"{data['capacity']:,}"],
+            ["resident memory growth: buffer, networks, Adam, graphs", gib(data["growth"])],
+            ["frame payload, capacity x 84 x 84 bytes", gib(data["frame_payload"])],
+            ["growth over the frame payload", times(data["growth_over_payload"])],
+            ["the buffer's Parameters", gib(data["buffer_parameter_bytes"])],
+            ["networks, Adam moments and frame stack Parameters", mib(data["network_parameter_bytes"])]]
+    return [f"Buffer: `{data['buffer']}`.", table(rows, ["figure", "value"])]
+
+
+def section_atari_learning(data: Figures, plots: dict[str, bytes]) -> list[str]:
+    from benchmarks.atari_learning import curves_png
+
+    def score(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f}"
+
+    summary = data["summary"]
+    runs = {run["seed"]: run for run in data["runs"]}
+    rows = [[row["seed"], f"{runs[row['seed']]['steps']:,}", runs[row["seed"]].get("learn_steps", "-"),
+             row["dqn_games"], score(row["dqn_final"]), score(row["dqn_all"]), row["random_games"],
+             score(row["random_final"]), score(row["random_all"]), score(row["dqn_normalized"])]
+            for row in summary["per_seed"]]
+    published = data["published"]
+    buffers = ", ".join(sorted({f"`{run['buffer']}`" for run in data["runs"]}))
+    out = [f"Game: {data['game']}; buffer: {buffers}; published scores "
+           f"({published['source']}): random {published['random']}, human {published['human']}. A *final* score is "
+           "the mean game score of the games that ended in the last fifth of a seed's steps (its last game if none "
+           "ended there); *normalized* is (final - published random) / (published human - published random).",
+           table(rows, ["seed", "agent steps", "updates", "DQN games", "DQN final", "DQN all games", "random games",
+                        "random final", "random all games", "DQN normalized"]),
+           f"Mean final score over seeds: DQN {score(summary['dqn_mean'])}, random {score(summary['random_mean'])}; "
+           f"seeds where DQN's final score is above the random agent's: {summary['dqn_above_random_seeds']} of "
+           f"{len(summary['per_seed'])}."]
+    if data["runs"]:
+        plots["atari_learning.png"] = curves_png(data)
+        out.append("![Game scores while training, each seed, against the random agent and the published scores]"
+                   "(_static/benchmarks/atari_learning.png)")
+    return out
+
+
+def section_prioritized_transition(data: Figures, plots: dict[str, bytes]) -> list[str]:
+    fast, mem = data["speed"], data["memory"]
+    us = fast["us"]
+    rows = [["sample(32)", f"{us['prioritized_sample']:.0f}", f"{us['uniform_sample']:.0f}",
+             times(fast["sample_vs_uniform"])],
+            ["sample(32), then update_priorities of its 32 ids", f"{us['prioritized_sample_update']:.0f}",
+             f"{us['uniform_sample']:.0f} (sample only)", times(fast["sample_update_vs_uniform_sample"])],
+            ["insert of one time step", f"{us['prioritized_insert']:.0f}", f"{us['uniform_insert']:.0f}",
+             times(fast["insert_vs_uniform"])]]
+    prioritized = mem["prioritized"]
+    grown = {name: run["resident_bytes"] - run["baseline_bytes"] for name, run in mem.items()
+             if name in ("prioritized", "uniform")}
+    memory_rows = [["the trees' Parameters", mib(mem["tree_bytes"]), f"{mem['tree_bytes_over_frames']:.2%}"],
+                   ["resident growth, prioritized buffer", mib(grown["prioritized"]), "-"],
+                   ["resident growth, uniform buffer", mib(grown["uniform"]), "-"],
+                   ["difference", mib(mem["resident_added_bytes"]), f"{mem['resident_added_over_resident']:.2%}"]]
+    return [f"{fast['capacity']:,} rows ({fast['valid_starts']:,} valid starts), median microseconds per call "
+            "inside a user's compiled graph, and the prioritized buffer's time over the uniform one's, round by round:",
+            table(rows, ["call", "prioritized", "uniform", "ratio"]),
+            f"{prioritized['capacity']:,} rows, every row written, each buffer in its own process "
+            f"(frames: {mib(prioritized['frame_bytes'])}):",
+            table(memory_rows, ["memory", "bytes", "over the frames (trees) or the uniform growth"])]
+
+
 # name: (title, what it measures, command, section renderer)
 BENCHMARKS: dict[str, tuple[str, str, str, Callable[[Figures, dict[str, bytes]], list[str]]]] = {
     "buffer_speed": (
@@ -371,6 +446,28 @@ BENCHMARKS: dict[str, tuple[str, str, str, Callable[[Figures, dict[str, bytes]],
                  "draw, and `ReplayBuffer.sample()` against the kernel's draw and four gathers of W1 columns, in "
                  "microseconds per call; and chi-square p-values of 10**6 of the generator's draws.",
                  "python -m benchmarks.rng_cost", section_generic),
+    "prioritized_transition": (
+        "PrioritizedTransitionReplayBuffer against TransitionReplayBuffer",
+        "Both buffers of (84, 84) uint8 frames, stack 4, 3-step returns, filled alike (the prioritized one's "
+        "priorities then spread from 1e-3 to 1e3), called inside a user's compiled graph in the same rounds; and "
+        "the resident memory of each at 1,000,000 rows.",
+        "python -m benchmarks.prioritized_transition", section_prioritized_transition),
+    "atari_throughput": (
+        "DQN on Atari: throughput",
+        "The Atari job (`configs/dqn_atari.py`, Breakout) in one process: the emulator and wrappers alone, then "
+        "the job's launches without updates, with an update each, and as it trains (one update per 4 agent steps).",
+        "python -m benchmarks.atari_throughput", section_atari_throughput),
+    "atari_memory": (
+        "DQN on Atari: memory at 1,000,000 transitions",
+        "Resident memory of the Atari job's buffer and networks, built in a fresh process at the capacity shown, "
+        "after every row is written once (so every page of the frames is resident), against the frame payload.",
+        "python -m benchmarks.atari_memory", section_atari_memory),
+    "atari_learning": (
+        "DQN on Atari: learning Breakout",
+        "`configs/dqn_atari.py` trained on Breakout, each seed in a fresh process, one seed after another, and a "
+        "uniformly random agent through the same wrappers and seed for as many agent steps. Game scores are "
+        "unclipped and sum every life of a game.",
+        "python -m benchmarks.atari_learning", section_atari_learning),
     "dqn_eval_parts": ("Where an evaluation's time goes",
                        "Evaluation loops of the DQN example against the host loop, in the same rounds.",
                        "python -m benchmarks.dqn_eval_parts", section_dqn_eval_parts),
