@@ -28,7 +28,6 @@ from mindspore_rl_buffer._validation import (
     host_array,
 )
 from mindspore_rl_buffer.ops import prioritized
-from mindspore_rl_buffer.ops import transition as transition_ops
 from mindspore_rl_buffer.ops._common import guarded
 from mindspore_rl_buffer.priority_replay_buffer import _one_column
 from mindspore_rl_buffer.transition import TransitionReplayBuffer
@@ -191,12 +190,12 @@ class PrioritizedTransitionReplayBuffer(TransitionReplayBuffer):
         if batch_size is None:
             batch_size = self._sample_size
         storage = self.storage
-        total = transition_ops.count_starts(self.ranks, storage.head, storage.count, self._max_length,
-                                            self._stack_size, self._n_step)
+        # Whether a start is valid (1) or none is (0): the total mass is positive exactly then.
+        total = (self.sum_tree[-1] > 0).astype(ms.int32).reshape(())
         slots, weights = prioritized.sample_leaves(self.sum_tree, self.min_tree, batch_size, beta, self.capacity,
                                                    storage.rng())
         if check:
-            slots, weights, total = guarded((slots, weights, total), total >= 1, [storage.count, total])
+            slots, weights, total = guarded((slots, weights, total), total >= 1, [storage.count])
         ids = prioritized.start_ids(slots, storage.head, storage.count, self.steps, self._max_length, self._num_envs)
         return total, (ids, weights, *self._read(slots))
 

@@ -5,12 +5,12 @@ time rows of ``num_envs`` environments, ``head`` and ``count`` in time rows, ``t
 and ``truncated`` columns ``(max_length, num_envs)``) with a sum tree and a min tree over its
 flat slots ``s = row * num_envs + env`` (``capacity = max_length * num_envs``), and:
 
-* Tree layout: :func:`tree_shape` gives a fan-out ``K <= 32`` and a depth ``D`` with
+* Tree layout: :func:`tree_shape` gives a fan-out ``K <= 128`` and a depth ``D`` with
   ``K ** D >= capacity``. Level ``i`` of a tree is its own float32 Parameter of ``K ** (D - i)``
   nodes: level 0 holds the leaves (slot ``s`` at index ``s``), level ``D`` the root; node ``v``
   of level ``i`` has the children ``v * K .. v * K + K - 1`` of level ``i - 1`` and holds their
   float32 sum (their minimum), recomputed from them on every write. A wide tree keeps a draw
-  and a write to ``D`` steps of a few kernels each (4 at 1,000,000 slots), where a binary
+  and a write to ``D`` steps of a few kernels each (3 at 1,000,000 slots), where a binary
   tree takes 20; every level is written once per graph, after it is read, then read above.
 * ``steps``: int32 scalar, the time rows inserted since the last reset, modulo
   :func:`id_period`; ``(steps - count) % max_length == head`` always.
@@ -43,18 +43,18 @@ ID_SPACE = 2**30
 
 
 #: The widest fan-out of a tree.
-MAX_FANOUT = 32
+MAX_FANOUT = 128
 _INF = float("inf")
 
 
 def tree_shape(capacity):
-    """``(fanout, depth)``: the fewest levels with a fan-out of at most 32, then the smallest
-    fan-out ``K >= 2`` with ``K ** depth >= capacity``.
+    """``(fanout, depth)``: the fewest levels with a fan-out of at most ``MAX_FANOUT`` (128), then the
+    smallest fan-out ``K >= 2`` with ``K ** depth >= capacity``.
 
     Examples:
         >>> from mindspore_rl_buffer.ops import tree_shape
         >>> tree_shape(1_000_000), tree_shape(4096), tree_shape(10)
-        ((32, 4), (16, 3), (10, 1))
+        ((100, 3), (64, 2), (10, 1))
     """
     depth = 1
     while MAX_FANOUT ** depth < capacity:
@@ -147,9 +147,10 @@ def find_leaves(sums, targets):
     for level in range(depth - 1, -1, -1):
         children = ops.gather(sums[level], nodes.reshape((-1, 1)) * fanout + _children(fanout), 0)
         running = ops.cumsum(children, 1)
-        passed = (running <= targets).astype(ms.int32).sum(1, keepdims=True).astype(ms.int32)  # the sum is int64
-        last = ops.amax((children > 0).astype(ms.int32) * _children(fanout), 1, keepdims=True)
-        chosen = ops.minimum(passed, last)
+        # The first child whose running sum passes the target or, for a target at or past them all, the
+        # first whose running sum reaches the node's total (its last positive child): one count.
+        below = ops.logical_and(running <= targets, running < running[:, fanout - 1:])
+        chosen = below.astype(ms.int32).sum(1, keepdims=True).astype(ms.int32)  # the sum is int64
         targets = ops.maximum(targets - ops.gather_elements(running - children, 1, chosen), 0.0)
         nodes = nodes * fanout + chosen.reshape(-1)
     return nodes

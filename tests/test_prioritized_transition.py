@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mindspore import Tensor, nn
-from mindspore_rl_buffer.ops import LEAF_CEILING
+from mindspore import Parameter, ParameterTuple, Tensor, nn
+from mindspore_rl_buffer.ops import LEAF_CEILING, empty_levels, find_leaves, tree_shape, write_leaves
 from scipy.stats import chisquare
 
 from mindspore_rl_buffer import PrioritizedTransitionReplayBuffer, create_buffer
@@ -100,6 +100,50 @@ def test_trees_and_samples_follow_the_model_through_inserts_updates_and_wraparou
     """Random episode lengths (terminations and truncations), 1-3 environments, batches up to longer
     than the ring, updates with stale, invalid and repeated ids, (n,) and (n, 1) priorities."""
     run_operations(config, seed, end, operations)
+
+
+def test_a_tree_of_two_levels_follows_the_model():
+    """3 environments x 70 steps: 210 slots under 15 nodes of 15 leaves, wrapped around twice."""
+    rb = make(3, 2, 3, max_length=70, seed=2)
+    assert tree_shape(rb.capacity) == (15, 2) and len(rb.sum_tree) == 3
+    model, stream, drawn = model_of(rb), EpisodeStream(3, seed=5, end_probability=0.1), []
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        both(rb, model, stream.take(int(rng.choice([1, 13, 40]))))
+        if model.valid():
+            drawn += assert_sample_matches(model, rb.sample(BETA), BETA).tolist()
+            ids, priorities = update_batch(model, drawn, int(rng.integers(2**16)), BATCH)
+            rb.update_priorities(ids, priorities)
+            model.update(ids, priorities)
+        assert_trees_match(rb, model)
+
+
+def test_three_levels_sum_their_children_and_a_descent_never_ends_on_a_zero_leaf():
+    """The operators alone at 20,000 slots (3 levels of 28): leaves from 1e-8 to 1e8 among zeros, and
+    targets across the whole mass, at it and past it (where only rounding can lead)."""
+    capacity = 20_000
+    fanout, depth = tree_shape(capacity)
+    assert (fanout, depth) == (28, 3)
+    sums, mins = (ParameterTuple([Parameter(Tensor(x), name=f"{kind}_{i}", requires_grad=False)
+                                  for i, x in enumerate(tree)]) for kind, tree in zip("sm", empty_levels(capacity)))
+    rng = np.random.default_rng(1)
+    slots = rng.choice(capacity, 3000, replace=False).astype(np.int32)
+    values = np.where(rng.random(3000) < 0.3, 0.0, 10.0 ** rng.uniform(-8, 8, 3000)).astype(np.float32)
+    write_leaves(sums, mins, Tensor(slots), Tensor(values))
+    leaves = np.zeros(fanout**depth, np.float32)
+    leaves[slots] = values
+    below_sums, below_mins = leaves.astype(np.float64), np.where(leaves > 0, leaves, np.inf)
+    for level in range(1, depth + 1):
+        below_sums, below_mins = (below_sums.reshape(-1, fanout).sum(1), below_mins.reshape(-1, fanout).min(1))
+        np.testing.assert_allclose(sums[level].asnumpy(), below_sums, rtol=1e-5)
+        assert np.array_equal(mins[level].asnumpy(), below_mins.astype(np.float32))
+    total = float(sums[-1].asnumpy()[0])
+    targets = np.concatenate([np.linspace(0, total, 20_000), [total, total * 1.001, np.nextafter(total, 0)]])
+    found = find_leaves(sums, Tensor(targets.astype(np.float32))).asnumpy()
+    assert (leaves[found] > 0).all()
+    # Inside the mass the descent finds the leaf whose cumulative interval holds the target.
+    expected = np.searchsorted(np.cumsum(leaves.astype(np.float64)), targets[:20_000], side="right")
+    assert np.mean(found[:20_000] == expected) > 0.99
 
 
 @settings(SETTINGS, max_examples=60)
