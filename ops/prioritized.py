@@ -9,9 +9,10 @@ flat slots ``s = row * num_envs + env`` (``capacity = max_length * num_envs``), 
   ``K ** D >= capacity``. Level ``i`` of a tree is its own float32 Parameter of ``K ** (D - i)``
   nodes: level 0 holds the leaves (slot ``s`` at index ``s``), level ``D`` the root; node ``v``
   of level ``i`` has the children ``v * K .. v * K + K - 1`` of level ``i - 1`` and holds their
-  float32 sum (their minimum), recomputed from them on every write. A wide tree keeps a draw
-  and a write to ``D`` steps of a few kernels each (3 at 1,000,000 slots), where a binary
-  tree takes 20; every level is written once per graph, after it is read, then read above.
+  float32 sum (their minimum), recomputed from them on every write. A wide tree keeps a write
+  to ``D`` steps of a few kernels each (3 at 1,000,000 slots), where a binary tree takes 20,
+  and a draw to a search of level 1 and one step down (:func:`find_leaves`); every level is
+  written once per graph, after it is read, then read above.
 * ``steps``: int32 scalar, the time rows inserted since the last reset, modulo
   :func:`id_period`; ``(steps - count) % max_length == head`` always.
 * The leaf of a slot is its ``priority ** alpha`` while the slot is a valid start (the rule of
@@ -79,6 +80,12 @@ def empty_levels(capacity):
 
 
 @ops.constexpr
+def _strata(sample_size):
+    """``[0, sample_size)`` as a float32 constant: the strata of a draw."""
+    return Tensor(np.arange(sample_size, dtype=np.float32))
+
+
+@ops.constexpr
 def _children(fanout):
     return Tensor(np.arange(fanout, dtype=np.int32).reshape(1, fanout))
 
@@ -123,15 +130,24 @@ def write_leaves(sums, mins, slots, values):
     return sums[-1]
 
 
+#: The most nodes a level may have for :func:`find_leaves` to search it whole instead of descending to it.
+FLAT_SEARCH_NODES = 2**14
+
+
 def find_leaves(sums, targets):
     """The leaf whose cumulative-sum interval holds each target, never one of zero mass.
 
-    From the root down, each step gathers the ``K`` children of the node, takes their running
-    sums, and goes to the first child whose running sum exceeds the target (subtracting the
-    sums before it), or, when rounding leaves the target at or past them all, to the last
-    child of positive mass. A child of zero mass does not raise the running sum, so it is
-    never the first to exceed a target; a node of positive mass has a positive child. From a
-    positive root the descent therefore ends in a positive leaf, whatever the rounding.
+    The first step searches a whole level (level 1, the parents of the leaves, when it has at
+    most ``FLAT_SEARCH_NODES`` (16,384) nodes; else the root's children): its running sums, and for
+    each target the first node whose running sum exceeds it (a ``searchsorted``), the target
+    first held strictly below the level's total. Each step after gathers the ``K`` children of
+    the node, takes their running sums, and goes to the first child whose running sum exceeds
+    the target, or, when rounding leaves the target at or past them all, to the last child of
+    positive mass, subtracting the sums before it. A node or child of zero mass does not raise
+    the running sum, so it is never the first to exceed a target, and a node of positive mass
+    has a positive child: from a positive root the search ends in a positive leaf, whatever the
+    rounding. (A search over a level of ``n`` nodes is a handful of kernels over ``n`` values;
+    a step down is about 15 small kernels, which dominate on CPU.)
 
     Args:
         sums (mindspore.ParameterTuple): The sum tree's levels, leaves first, with a positive root.
@@ -142,9 +158,16 @@ def find_leaves(sums, targets):
     """
     depth = len(sums) - 1
     fanout = sums[0].shape[0] // sums[1].shape[0]
-    nodes = ops.zeros(targets.shape, ms.int32)
-    targets = targets.reshape((-1, 1))
-    for level in range(depth - 1, -1, -1):
+    flat = 1 if sums[1].shape[0] <= FLAT_SEARCH_NODES else depth - 1
+    running = ops.cumsum(sums[flat], 0)
+    size = running.shape[0]
+    total = running[size - 1:]
+    # Strictly below the total, so the first running sum above it exists and rises there: a positive node.
+    held = ops.minimum(targets, total * (1.0 - 2.0**-23))
+    nodes = ops.minimum(ops.searchsorted(running, held, out_int32=True, right=True), size - 1)  # a total of 0
+    before = ops.gather(running, nodes, 0) - ops.gather(sums[flat], nodes, 0)
+    targets = ops.maximum(held - before, 0.0).reshape((-1, 1))
+    for level in range(flat - 1, -1, -1):
         children = ops.gather(sums[level], nodes.reshape((-1, 1)) * fanout + _children(fanout), 0)
         running = ops.cumsum(children, 1)
         # The first child whose running sum passes the target or, for a target at or past them all, the
@@ -248,9 +271,10 @@ def start_ids(flat, head, count, steps, max_length, num_envs):
         ...           Tensor(10, ms.int32), 4, 1).asnumpy().tolist()
         [8, 7]
     """
-    rows, env = (flat, 0) if num_envs == 1 else (flat // num_envs, flat % num_envs)
+    rows = flat if num_envs == 1 else flat // num_envs
     logical = (rows + max_length - head) % max_length
-    return ops.floor_mod(steps - count + logical, _period(max_length, num_envs)) * num_envs + env
+    times = ops.floor_mod(steps - count + logical, _period(max_length, num_envs))
+    return times if num_envs == 1 else times * num_envs + flat % num_envs
 
 
 @draws
@@ -275,7 +299,7 @@ def sample_leaves(sums, mins, sample_size, beta, capacity, rng=None):
     """
     total = sums[-1]
     uniform = uniform_real((sample_size,), rng)
-    targets = (arange(sample_size).astype(ms.float32) + uniform) * (total / sample_size)
+    targets = (_strata(sample_size) + uniform) * (total / sample_size)
     slots = ops.minimum(find_leaves(sums, targets), capacity - 1)
     leaves = ops.gather(sums[0], slots, 0)
     if isinstance(beta, Tensor) and beta.dtype != ms.float32:  # a float64 beta would make float64 weights

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mindspore import Parameter, ParameterTuple, Tensor, nn
 from mindspore_rl_buffer.ops import LEAF_CEILING, empty_levels, find_leaves, tree_shape, write_leaves
+from mindspore_rl_buffer.ops.prioritized import FLAT_SEARCH_NODES
 from scipy.stats import chisquare
 
 from mindspore_rl_buffer import PrioritizedTransitionReplayBuffer, create_buffer
@@ -118,12 +119,14 @@ def test_a_tree_of_two_levels_follows_the_model():
         assert_trees_match(rb, model)
 
 
-def test_three_levels_sum_their_children_and_a_descent_never_ends_on_a_zero_leaf():
-    """The operators alone at 20,000 slots (3 levels of 28): leaves from 1e-8 to 1e8 among zeros, and
+@pytest.mark.parametrize(("capacity", "shape"), [(20_000, (28, 3)), (2_100_000, (39, 4))])
+def test_deep_trees_sum_their_children_and_a_draw_never_ends_on_a_zero_leaf(capacity, shape):
+    """The operators alone: 3 levels (a search of level 1, then the leaves) and 4 levels (level 1 is
+    too large to search whole: a descent from the root); leaves from 1e-8 to 1e8 among zeros, and
     targets across the whole mass, at it and past it (where only rounding can lead)."""
-    capacity = 20_000
     fanout, depth = tree_shape(capacity)
-    assert (fanout, depth) == (28, 3)
+    assert (fanout, depth) == shape
+    assert (fanout ** (depth - 1) <= FLAT_SEARCH_NODES) == (depth == 3)
     sums, mins = (ParameterTuple([Parameter(Tensor(x), name=f"{kind}_{i}", requires_grad=False)
                                   for i, x in enumerate(tree)]) for kind, tree in zip("sm", empty_levels(capacity)))
     rng = np.random.default_rng(1)

@@ -61,11 +61,10 @@ class Result:
 
 def build(config: Mapping[str, Any], num_actions: int) -> Agent:
     """The buffer, networks, optimizer and training graph of ``config``."""
-    from mindspore import nn
-
     from mindspore_rl_buffer import create_buffer
     from mindspore_rl_buffer.apps.atari.graph import Act, DoubleTarget, Learn, TrainStep, WeightedLoss
     from mindspore_rl_buffer.apps.atari.networks import NatureQNetwork
+    from mindspore_rl_buffer.apps.dqn.optimizer import Adam
 
     buffer = create_buffer(config["replay_buffer"])
     learner = config["learner"]
@@ -76,8 +75,9 @@ def build(config: Mapping[str, Any], num_actions: int) -> Agent:
     for online, target in zip(q_net.get_parameters(), target_net.get_parameters()):
         target.set_data(online.data.copy())
         target.requires_grad = False
-    optimizer = nn.Adam(q_net.trainable_params(), learning_rate=learner["learning_rate"],
-                        eps=learner.get("adam_epsilon", 1.5e-4))
+    # The app's Adam: mindspore.nn.Adam builds a deprecated FusedSparseAdam primitive for sparse gradients.
+    optimizer = Adam(q_net.trainable_params(), learning_rate=learner["learning_rate"],
+                     eps=learner.get("adam_epsilon", 1.5e-4))
     loss_net = WeightedLoss(q_net, learner.get("huber_delta", 1.0))
     learn = Learn(buffer, loss_net, DoubleTarget(q_net, target_net), optimizer, learner["target_sync_period"])
     act = Act(q_net, num_actions, stack_size, frame_shape)
