@@ -227,6 +227,20 @@ def insert_leaves(sums, mins, head, count, terminated_column, truncated_column, 
 
     Returns:
         Tensor, float32 ``(1,)``: the total mass after the insert.
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore import Parameter, ParameterTuple, Tensor
+        >>> from mindspore_rl_buffer.ops import empty_levels, insert_leaves
+        >>> sums, mins = (ParameterTuple([Parameter(Tensor(x), name=f"{kind}{i}", requires_grad=False)
+        ...                               for i, x in enumerate(levels)])
+        ...               for kind, levels in zip(("s", "m"), empty_levels(8)))
+        >>> flags, steps = Tensor(np.zeros((8, 1), np.uint8)), Tensor(np.zeros((6, 1), np.uint8))
+        >>> total = insert_leaves(sums, mins, Tensor(0, ms.int32), Tensor(0, ms.int32), flags, flags, steps, steps,
+        ...                       Tensor(2.0), 1.0, 1, 2)  # 6 steps, stack_size 1, n_step 2: starts 1 to 3
+        >>> sums[0].asnumpy().tolist(), float(total[0])
+        ([0.0, 2.0, 2.0, 2.0, 0.0, 0.0, 0.0, 0.0], 6.0)
     """
     max_length, num_envs = terminated_column.shape
     steps = terminated.shape[0]
@@ -296,6 +310,18 @@ def sample_leaves(sums, mins, sample_size, beta, capacity, rng=None):
 
     Returns:
         Tuple of 2 tensors: slots (int32, ``(sample_size,)``) and weights (float32, ``(sample_size,)``).
+
+    Examples:
+        >>> import numpy as np
+        >>> from mindspore import Parameter, ParameterTuple, Tensor
+        >>> from mindspore_rl_buffer.ops import empty_levels, random_state, sample_leaves, write_leaves
+        >>> sums, mins = (ParameterTuple([Parameter(Tensor(x), name=f"{kind}{i}", requires_grad=False)
+        ...                               for i, x in enumerate(levels)])
+        ...               for kind, levels in zip(("s", "m"), empty_levels(8)))
+        >>> _ = write_leaves(sums, mins, Tensor(np.array([1, 3, 6], np.int32)), Tensor([1.0, 0.0, 3.0]))
+        >>> slots, weights = sample_leaves(sums, mins, 4, 1.0, 8, random_state(0))
+        >>> slots.asnumpy().tolist(), [round(float(w), 3) for w in weights.asnumpy()]  # slot 3 has no mass
+        ([1, 6, 6, 6], [1.0, 0.333, 0.333, 0.333])
     """
     total = sums[-1]
     uniform = uniform_real((sample_size,), rng)
@@ -330,6 +356,22 @@ def update_leaves(sums, mins, max_priority, head, count, steps, ids, priorities,
     Raises:
         RuntimeError: At run time, with ``check=True``, if an id is out of range (``assert
             failed``); nothing is written.
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore import Parameter, ParameterTuple, Tensor
+        >>> from mindspore_rl_buffer.ops import empty_levels, update_leaves, write_leaves
+        >>> sums, mins = (ParameterTuple([Parameter(Tensor(x), name=f"{kind}{i}", requires_grad=False)
+        ...                               for i, x in enumerate(levels)])
+        ...               for kind, levels in zip(("s", "m"), empty_levels(8)))
+        >>> _ = write_leaves(sums, mins, Tensor(np.array([1, 2, 3], np.int32)), Tensor([2.0, 2.0, 2.0]))
+        >>> # 6 steps stored from step 0: ids 1 to 3 are fresh; id 9 names step 9, not slot 1's step 1
+        >>> top = update_leaves(sums, mins, Tensor(2.0), Tensor(0, ms.int32), Tensor(6, ms.int32),
+        ...                     Tensor(6, ms.int32), Tensor(np.array([1, 3, 9], np.int32)),
+        ...                     Tensor([4.0, 0.5, 7.0]), 1.0, 8, 1)
+        >>> sums[0].asnumpy().tolist(), float(top)
+        ([0.0, 4.0, 2.0, 0.5, 0.0, 0.0, 0.0, 0.0], 4.0)
     """
     size = ids.shape[0]
     if size == 0:

@@ -169,3 +169,26 @@ def test_trajectory_bodies_add_and_read_segments_as_the_model(eager):
         items, (ids, probabilities) = buffer.get_next(3)  # inside a graph the info is a plain pair
         assert set(items["value"].asnumpy().ravel()) <= set(stored.ravel())
         assert ids.shape == probabilities.shape == (3,)
+
+
+@pytest.mark.parametrize("num_envs, stack_size, n_step", [(1, 2, 3), (2, 3, 2)])
+def test_prioritized_transition_bodies_keep_the_trees_of_the_model(eager, num_envs, stack_size, n_step):
+    from tests.prioritized_model import assert_sample_matches, assert_trees_match, update_batch
+    from tests.test_prioritized_transition import make as make_prioritized
+    from tests.test_prioritized_transition import model_of as prioritized_model_of
+
+    buffer = make_prioritized(num_envs, stack_size, n_step, max_length=stack_size + n_step + 3, seed=6)
+    model, stream, drawn = prioritized_model_of(buffer), EpisodeStream(num_envs, seed=7, end_probability=0.3), []
+    for step, size in enumerate([2, 6, 0, 9, 3]):
+        batch = stream.take(size)
+        _ = buffer.insert(_tensors(batch))
+        model.insert(batch)
+        if model.valid():
+            drawn += assert_sample_matches(model, buffer.sample(Tensor(0.4, ms.float32)), 0.4).tolist()
+            ids, priorities = update_batch(model, drawn, step, 8)
+            _ = buffer.update_priorities(Tensor(ids), Tensor(priorities))
+            model.update(ids, priorities)
+        assert_trees_match(buffer, model)
+    _ = buffer.reset()
+    assert int(buffer.size().asnumpy()) == 0 and float(buffer.max_priority.asnumpy()) == 1.0
+    assert not buffer.tree_leaves()[0].any()
