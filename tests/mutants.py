@@ -285,7 +285,7 @@ MUTANTS = (
     ),
     Mutant(
         "priority_reset_keeps_max_priority", "mindspore_rl_buffer/priority_replay_buffer.py",
-        "        ops.assign(self.max_priority, ops.ones_like(self.max_priority))\n",
+        "    ops.assign(max_priority, ops.ones_like(max_priority))\n",
         "",
         ("tests/test_priority_replay_buffer.py::test_reset_returns_to_the_constructed_state",),
         "PriorityReplayBuffer.reset keeps the largest priority seen before it",
