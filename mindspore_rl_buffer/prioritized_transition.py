@@ -14,7 +14,7 @@ from typing import Any
 
 import mindspore as ms
 import numpy as np
-from mindspore import Parameter, ParameterTuple, Tensor, ops
+from mindspore import Parameter, Tensor, ops
 
 from mindspore_rl_buffer import _errors, contracts
 from mindspore_rl_buffer._graph import DIRECT_CALLS, Launch, buffer_method, discard
@@ -120,11 +120,7 @@ class PrioritizedTransitionReplayBuffer(TransitionReplayBuffer):
         super().__init__(sample_size, capacity, shapes, types, num_envs=num_envs, stack_size=stack_size,
                          n_step=n_step, gamma=gamma, names=names, seed=seed)
         self._alpha = alpha
-        sums, mins = prioritized.empty_levels(self.capacity)
-        self.sum_tree = ParameterTuple([Parameter(Tensor(x), name=f"sum_tree_{i}", requires_grad=False)
-                                        for i, x in enumerate(sums)])
-        self.min_tree = ParameterTuple([Parameter(Tensor(x), name=f"min_tree_{i}", requires_grad=False)
-                                        for i, x in enumerate(mins)])
+        self.sum_tree, self.min_tree = prioritized.level_parameters(self.capacity)
         self.max_priority = Parameter(Tensor(1.0, ms.float32), name="max_priority", requires_grad=False)
         self.steps = Parameter(Tensor(0, ms.int32), name="steps", requires_grad=False)
 

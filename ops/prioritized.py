@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import mindspore as ms
 import numpy as np
-from mindspore import Tensor, ops
+from mindspore import Parameter, ParameterTuple, Tensor, ops
 from mindspore_rl_buffer.ops._common import ASSERT, arange, draws, offsets, sort_ints
 from mindspore_rl_buffer.ops.dedupe import last_occurrence
 from mindspore_rl_buffer.ops.priority import clamp_priorities, leaf_values
@@ -79,6 +79,21 @@ def empty_levels(capacity):
     return [np.zeros(n, np.float32) for n in sizes], [np.full(n, np.inf, np.float32) for n in sizes]
 
 
+def level_parameters(capacity):
+    """The levels of :func:`empty_levels` as two ``mindspore.ParameterTuple`` s, the Parameters named
+    ``sum_tree_<i>`` and ``min_tree_<i>`` (``i = 0`` the leaves): the state a buffer keeps.
+
+    Examples:
+        >>> from mindspore_rl_buffer.ops import level_parameters
+        >>> sums, mins = level_parameters(1000)
+        >>> [level.shape for level in sums], mins[0].name
+        ([(1024,), (32,), (1,)], 'min_tree_0')
+    """
+    return tuple(ParameterTuple([Parameter(Tensor(x), name=f"{kind}_tree_{i}", requires_grad=False)
+                                 for i, x in enumerate(levels)])
+                 for kind, levels in zip(("sum", "min"), empty_levels(capacity)))
+
+
 @ops.constexpr
 def _strata(sample_size):
     """``[0, sample_size)`` as a float32 constant: the strata of a draw."""
@@ -108,11 +123,9 @@ def write_leaves(sums, mins, slots, values):
 
     Examples:
         >>> import numpy as np
-        >>> from mindspore import Parameter, ParameterTuple, Tensor
-        >>> from mindspore_rl_buffer.ops import empty_levels, find_leaves, write_leaves
-        >>> sums, mins = (ParameterTuple([Parameter(Tensor(x), name=f"{kind}{i}", requires_grad=False)
-        ...                               for i, x in enumerate(levels)])
-        ...               for kind, levels in zip(("s", "m"), empty_levels(100)))
+        >>> from mindspore import Tensor
+        >>> from mindspore_rl_buffer.ops import find_leaves, level_parameters, write_leaves
+        >>> sums, mins = level_parameters(100)
         >>> total = write_leaves(sums, mins, Tensor(np.array([3, 50, 97], np.int32)), Tensor([1.0, 0.0, 2.0]))
         >>> float(total[0]), float(mins[-1][0]), find_leaves(sums, Tensor([0.5, 1.0, 2.9])).asnumpy().tolist()
         (3.0, 1.0, [3, 97, 97])
@@ -231,11 +244,9 @@ def insert_leaves(sums, mins, head, count, terminated_column, truncated_column, 
     Examples:
         >>> import numpy as np
         >>> import mindspore as ms
-        >>> from mindspore import Parameter, ParameterTuple, Tensor
-        >>> from mindspore_rl_buffer.ops import empty_levels, insert_leaves
-        >>> sums, mins = (ParameterTuple([Parameter(Tensor(x), name=f"{kind}{i}", requires_grad=False)
-        ...                               for i, x in enumerate(levels)])
-        ...               for kind, levels in zip(("s", "m"), empty_levels(8)))
+        >>> from mindspore import Tensor
+        >>> from mindspore_rl_buffer.ops import insert_leaves, level_parameters
+        >>> sums, mins = level_parameters(8)
         >>> flags, steps = Tensor(np.zeros((8, 1), np.uint8)), Tensor(np.zeros((6, 1), np.uint8))
         >>> total = insert_leaves(sums, mins, Tensor(0, ms.int32), Tensor(0, ms.int32), flags, flags, steps, steps,
         ...                       Tensor(2.0), 1.0, 1, 2)  # 6 steps, stack_size 1, n_step 2: starts 1 to 3
@@ -313,11 +324,9 @@ def sample_leaves(sums, mins, sample_size, beta, capacity, rng=None):
 
     Examples:
         >>> import numpy as np
-        >>> from mindspore import Parameter, ParameterTuple, Tensor
-        >>> from mindspore_rl_buffer.ops import empty_levels, random_state, sample_leaves, write_leaves
-        >>> sums, mins = (ParameterTuple([Parameter(Tensor(x), name=f"{kind}{i}", requires_grad=False)
-        ...                               for i, x in enumerate(levels)])
-        ...               for kind, levels in zip(("s", "m"), empty_levels(8)))
+        >>> from mindspore import Tensor
+        >>> from mindspore_rl_buffer.ops import level_parameters, random_state, sample_leaves, write_leaves
+        >>> sums, mins = level_parameters(8)
         >>> _ = write_leaves(sums, mins, Tensor(np.array([1, 3, 6], np.int32)), Tensor([1.0, 0.0, 3.0]))
         >>> slots, weights = sample_leaves(sums, mins, 4, 1.0, 8, random_state(0))
         >>> slots.asnumpy().tolist(), [round(float(w), 3) for w in weights.asnumpy()]  # slot 3 has no mass
@@ -360,11 +369,9 @@ def update_leaves(sums, mins, max_priority, head, count, steps, ids, priorities,
     Examples:
         >>> import numpy as np
         >>> import mindspore as ms
-        >>> from mindspore import Parameter, ParameterTuple, Tensor
-        >>> from mindspore_rl_buffer.ops import empty_levels, update_leaves, write_leaves
-        >>> sums, mins = (ParameterTuple([Parameter(Tensor(x), name=f"{kind}{i}", requires_grad=False)
-        ...                               for i, x in enumerate(levels)])
-        ...               for kind, levels in zip(("s", "m"), empty_levels(8)))
+        >>> from mindspore import Tensor
+        >>> from mindspore_rl_buffer.ops import level_parameters, update_leaves, write_leaves
+        >>> sums, mins = level_parameters(8)
         >>> _ = write_leaves(sums, mins, Tensor(np.array([1, 2, 3], np.int32)), Tensor([2.0, 2.0, 2.0]))
         >>> # 6 steps stored from step 0: ids 1 to 3 are fresh; id 9 names step 9, not slot 1's step 1
         >>> top = update_leaves(sums, mins, Tensor(2.0), Tensor(0, ms.int32), Tensor(6, ms.int32),

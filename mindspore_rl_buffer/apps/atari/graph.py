@@ -15,6 +15,7 @@ import mindspore as ms
 from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
 
 from mindspore_rl_buffer.apps.dqn import draws
+from mindspore_rl_buffer.apps.dqn.learner import count_and_sync
 
 
 def is_prioritized(buffer: object) -> bool:
@@ -132,11 +133,7 @@ class Learn(nn.Cell):
         loss = ops.depend(loss, self.optimizer(grads))
         if self.prioritized:
             _ = self.buffer.update_priorities(ids, error)
-        steps = ops.depend(self.learn_steps + 1, loss)
-        ops.assign(self.learn_steps, steps)
-        if steps % self.target_sync_period == 0:
-            for online, target in zip(self.online, self.target):
-                ops.assign(target, online)
+        count_and_sync(self.learn_steps, self.target_sync_period, self.online, self.target, loss)
         return loss
 
 

@@ -64,6 +64,7 @@ def build(config: Mapping[str, Any], num_actions: int) -> Agent:
     from mindspore_rl_buffer import create_buffer
     from mindspore_rl_buffer.apps.atari.graph import Act, DoubleTarget, Learn, TrainStep, WeightedLoss
     from mindspore_rl_buffer.apps.atari.networks import NatureQNetwork
+    from mindspore_rl_buffer.apps.dqn.networks import copy_weights
     from mindspore_rl_buffer.apps.dqn.optimizer import Adam
 
     buffer = create_buffer(config["replay_buffer"])
@@ -72,8 +73,8 @@ def build(config: Mapping[str, Any], num_actions: int) -> Agent:
     frame_shape = tuple(buffer.shapes[0][1:])  # (num_envs, H, W) per time step
     q_net = NatureQNetwork(num_actions, stack_size, frame_shape)
     target_net = NatureQNetwork(num_actions, stack_size, frame_shape)
-    for online, target in zip(q_net.get_parameters(), target_net.get_parameters()):
-        target.set_data(online.data.copy())
+    copy_weights(q_net, target_net)
+    for target in target_net.get_parameters():
         target.requires_grad = False
     # The app's Adam: mindspore.nn.Adam builds a deprecated FusedSparseAdam primitive for sparse gradients.
     optimizer = Adam(q_net.trainable_params(), learning_rate=learner["learning_rate"],
