@@ -15,7 +15,6 @@ import mindspore as ms
 from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
 
 from mindspore_rl_buffer.apps.dqn import draws
-from mindspore_rl_buffer.apps.dqn.learner import count_and_sync
 
 
 def is_prioritized(buffer: object) -> bool:
@@ -133,7 +132,11 @@ class Learn(nn.Cell):
         loss = ops.depend(loss, self.optimizer(grads))
         if self.prioritized:
             _ = self.buffer.update_priorities(ids, error)
-        count_and_sync(self.learn_steps, self.target_sync_period, self.online, self.target, loss)
+        steps = ops.depend(self.learn_steps + 1, loss)
+        ops.assign(self.learn_steps, steps)
+        if steps % self.target_sync_period == 0:
+            for online, target in zip(self.online, self.target):
+                ops.assign(target, online)
         return loss
 
 

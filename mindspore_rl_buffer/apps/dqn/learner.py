@@ -68,16 +68,6 @@ class DQNLoss(nn.Cell):
         return (0.5 * quadratic * quadratic + self.huber_delta * (error - quadratic)).mean()
 
 
-def count_and_sync(learn_steps, period, online, target, after):
-    """Inside a graph: count one learn step once ``after`` is computed, and every ``period`` steps copy
-    the ``online`` parameters into ``target`` (in a branch taken only then; see :class:`Update`)."""
-    steps = ops.depend(learn_steps + 1, after)
-    ops.assign(learn_steps, steps)
-    if steps % period == 0:
-        for source, copy in zip(online, target):
-            ops.assign(copy, source)
-
-
 class Update(nn.Cell):
     """One learn step from a given batch: loss, Adam update, periodic target sync.
 
@@ -123,7 +113,11 @@ class Update(nn.Cell):
         if self.reduce:
             grads = self.reducer(grads)
         loss = ops.depend(loss, self.optimizer(grads))
-        count_and_sync(self.learn_steps, self.target_sync_period, self.online, self.target, loss)
+        steps = ops.depend(self.learn_steps + 1, loss)
+        ops.assign(self.learn_steps, steps)
+        if steps % self.target_sync_period == 0:
+            for online, target in zip(self.online, self.target):
+                ops.assign(target, online)
         return loss
 
 
