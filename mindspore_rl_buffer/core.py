@@ -42,13 +42,14 @@ from mindspore_rl_buffer._validation import (
 from mindspore_rl_buffer.checkpoint import RECORD, Checkpointable, spec_record
 from mindspore_rl_buffer.contracts import ring_contract
 from mindspore_rl_buffer.ops import ring
-from mindspore_rl_buffer.ops._common import as_read, as_stored
+from mindspore_rl_buffer.ops._common import as_read, as_stored, each
 from mindspore_rl_buffer.ops.rng import random_state, state_problems
 from mindspore_rl_buffer.specs import (
     TensorSpec,
     check_column_bytes,
     check_column_names,
     column_specs,
+    spec_fields,
     storage_dtype,
 )
 from mindspore_rl_buffer.writer import BufferWriter
@@ -153,6 +154,7 @@ class RingBuffer(BufferCell, Checkpointable):
         if names is not None:
             check_column_names(op, names, reserved_names(type(self)), taken_names(self))
         self._specs = column_specs(shapes, types, names)
+        self._names, self._shapes, self._dtypes = spec_fields(self._specs)
         check_column_bytes(op, self._capacity, self._specs)
         # A bool column is stored as uint8 (no bool ScatterUpdate); encode/decode convert.
         self.columns = ParameterTuple(
@@ -182,17 +184,17 @@ class RingBuffer(BufferCell, Checkpointable):
     @property
     def names(self) -> tuple[str, ...]:
         """The column names."""
-        return tuple(spec.name for spec in self._specs)
+        return self._names
 
     @property
     def shapes(self) -> tuple[tuple[int, ...], ...]:
         """The shape of one item, per column."""
-        return tuple(spec.shape for spec in self._specs)
+        return self._shapes
 
     @property
     def dtypes(self) -> tuple[Any, ...]:
         """The dtype per column."""
-        return tuple(spec.dtype for spec in self._specs)
+        return self._dtypes
 
     # ------------------------------------------------------------------------- insert
     @buffer_method(host_insert, returns_self=True)
@@ -228,11 +230,11 @@ class RingBuffer(BufferCell, Checkpointable):
         """
         transition = transition_of("insert", self.names, given_columns(columns, exp))
         batch_size, single = check_batch_graph("insert", self.names, self.shapes, self.dtypes, len(transition),
-                                               [x.shape for x in transition], [x.dtype for x in transition])
+                                               each(ops.shape, transition), each(ops.dtype, transition))
         if batch_size == 0:
             return self.count
         # `single` is a compile-time constant: only one branch reaches the graph.
-        batch = [ops.expand_dims(x, 0) for x in transition] if single else transition
+        batch = each(ops.expand_dims, transition, 0) if single else transition
         return self._write(self.encode(batch))
 
     def check_rows(self, op: str, tensors: Sequence[Any]) -> None:
@@ -244,12 +246,18 @@ class RingBuffer(BufferCell, Checkpointable):
 
     def encode(self, values):
         """Column values as stored: a bool column's as uint8. Runs on the host and in graphs."""
-        return [as_stored(value, dtype == ms.bool_) for value, dtype in zip(values, self.dtypes)]
+        stored = []
+        for value, dtype in zip(values, self.dtypes):  # a loop: see ops._common.each
+            stored.append(as_stored(value, dtype == ms.bool_))
+        return stored
 
     def decode(self, values):
         """Stored column values as the columns' dtypes: a bool column's back to bool. Runs on the
         host and in graphs; buffers reading ``columns`` with the operators apply it."""
-        return tuple(as_read(value, dtype == ms.bool_) for value, dtype in zip(values, self.dtypes))
+        read = []
+        for value, dtype in zip(values, self.dtypes):  # a loop: see ops._common.each
+            read.append(as_read(value, dtype == ms.bool_))
+        return tuple(read)
 
     def _write(self, batch):
         """Graph hook: store ``batch`` (a leading dimension on every column, checked) and move the

@@ -40,7 +40,7 @@ from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
 from mindspore_rl_buffer.core import RingBuffer, given_columns, host_insert, reserved_names, taken_names
 from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
-from mindspore_rl_buffer.ops._common import as_read, as_stored, guarded
+from mindspore_rl_buffer.ops._common import as_read, as_stored, each, guarded
 from mindspore_rl_buffer.specs import (
     TRANSITION_ROLES,
     TensorSpec,
@@ -49,6 +49,7 @@ from mindspore_rl_buffer.specs import (
     check_column_names,
     check_transition_layout,
     column_specs,
+    spec_fields,
     storage_dtype,
 )
 from mindspore_rl_buffer.tf_agents import BufferInfo
@@ -160,6 +161,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         check_column_bytes(op, self._max_length * self._num_envs, [frame])  # the frames; the ring: the rest
         check_batch_bytes(op, "sample_size", self._sample_size, [frame], 2 * self._stack_size)
         self._specs = tuple(TensorSpec((self._num_envs, *s.shape), s.dtype, s.name) for s in step_specs)
+        self._names, self._shapes, self._dtypes = spec_fields(self._specs)
         rows = self._max_length * self._num_envs
         self.frames = Parameter(initializer("zeros", (rows, *frame.shape), storage_dtype(frame.dtype)),
                                 name="frames", requires_grad=False)  # bool frames as uint8, as a ring's columns
@@ -202,16 +204,16 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(spec.name for spec in self._specs)
+        return self._names
 
     @property
     def shapes(self) -> tuple[tuple[int, ...], ...]:
         """The shape of one time step per column, ``(num_envs, *shape)``."""
-        return tuple(spec.shape for spec in self._specs)
+        return self._shapes
 
     @property
     def dtypes(self) -> tuple[Any, ...]:
-        return tuple(spec.dtype for spec in self._specs)
+        return self._dtypes
 
     # ------------------------------------------------------------------------- insert
     @buffer_method(host_insert, returns_self=True)
@@ -240,10 +242,10 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         """
         transition = transition_of("insert", self.names, given_columns(columns, exp))
         batch_size, single = check_batch_graph("insert", self.names, self.shapes, self.dtypes, len(transition),
-                                               [x.shape for x in transition], [x.dtype for x in transition])
+                                               each(ops.shape, transition), each(ops.dtype, transition))
         if batch_size == 0:
             return self.storage.count
-        batch = tuple(ops.expand_dims(x, 0) for x in transition) if single else tuple(transition)
+        batch = each(ops.expand_dims, transition, 0) if single else tuple(transition)
         if check:
             _, ok = transition_ops.final_rows(self.last_ended, batch[3], batch[4])
             batch = guarded(batch, ok, [self.last_ended])
@@ -340,11 +342,11 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
             rows, next_rows = rows.reshape((-1,)), next_rows.reshape((-1,))
         index = stacks.column_index(starts, self._num_envs)
         frames, bools, num_envs = self.frames, self._bools, self._num_envs
-        return (as_read(ops.gather(frames, rows, 0), bools[0]),
-                as_read(stacks.read_rows(action, index, num_envs), bools[1]),
-                returns, as_read(ops.gather(frames, next_rows, 0), bools[0]), discount,
-                *(as_read(stacks.read_rows(column, index, num_envs), is_bool)
-                  for column, is_bool in zip(storage.columns[4:], bools[5:])))
+        items = [as_read(ops.gather(frames, rows, 0), bools[0]), as_read(stacks.read_rows(action, index, num_envs),
+                 bools[1]), returns, as_read(ops.gather(frames, next_rows, 0), bools[0]), discount]
+        for column, is_bool in zip(storage.columns[4:], bools[5:]):  # the extras; a loop: see ops._common.each
+            items.append(as_read(stacks.read_rows(column, index, num_envs), is_bool))
+        return tuple(items)
 
     @buffer_method()
     def valid_starts(self, *, check=True):

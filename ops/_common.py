@@ -90,8 +90,9 @@ def arange(n):
 
 
 @ops.constexpr
-def check_columns(capacities):
-    """The capacity shared by every column; a compile-time error if the columns disagree."""
+def check_columns(shapes):
+    """The capacity shared by every column (of shapes ``shapes``); a compile-time error if they disagree."""
+    capacities = tuple(shape[0] for shape in shapes)
     if len(set(capacities)) != 1:
         raise ValueError(f"all columns must share their leading capacity, but got {capacities}.")
     return capacities[0]
@@ -122,9 +123,28 @@ def masked_counts(flags, spans):
     return masked.sum(-1)
 
 
+def each(fn, values, *args):
+    """``tuple(fn(value, *args) for value in values)``, written as a loop for the graphs.
+
+    MindSpore 2.10 compiles a comprehension or a generator expression in a graph through a slow
+    path: about 0.1 s of compile time each, measured, where this loop costs a few hundredths
+    (docs/platforms.md). Graph code uses it, a loop or ``map`` instead.
+
+    Examples:
+        >>> from mindspore import ops, Tensor
+        >>> from mindspore_rl_buffer.ops._common import each
+        >>> each(ops.expand_dims, (Tensor([1, 2]), Tensor([3])), 0)[0].shape
+        (1, 2)
+    """
+    out = []
+    for value in values:
+        out.append(fn(value, *args))
+    return tuple(out)
+
+
 def capacity_of(columns):
     """The leading dimension every column shares (checked when the graph is compiled)."""
-    return check_columns(tuple(column.shape[0] for column in columns))
+    return check_columns(each(ops.shape, columns))
 
 
 def as_stored(values, is_bool):
@@ -140,4 +160,4 @@ def as_read(values, is_bool):
 def guarded(outputs, ok, data):
     """``outputs``, made to depend on the assertion ``ok`` (MindSpore prints ``data`` if it fails)."""
     done = ASSERT(ok, data)
-    return tuple(ops.depend(x, done) for x in outputs)
+    return each(ops.depend, outputs, done)

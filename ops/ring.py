@@ -19,6 +19,7 @@ from mindspore_rl_buffer.ops._common import (
     arange,
     capacity_of,
     draws,
+    each,
     guarded,
     sort_ints,
     write_rows,
@@ -157,7 +158,7 @@ def get_item(columns, head, count, index, check=True):
     total = count.astype(ms.int64)
     logical = ops.where(wide < 0, wide + total, wide)
     rows = logical_to_physical(head, (logical % capacity).astype(ms.int32), capacity)  # a valid row always
-    items = tuple(ops.gather(column, rows, 0) for column in columns)
+    items = each(ops.gather, columns, rows, 0)
     if check:
         ok = ops.logical_and(logical >= 0, logical < total).all()
         items = guarded(items, ok, [index, count])
@@ -235,7 +236,7 @@ def sample(columns, head, count, sample_size, ordered=False, replace=True, rng=N
     """
     capacity = capacity_of(columns)
     physical, logical = sample_indices(head, count, sample_size, capacity, ordered, replace, rng, check)
-    return logical, tuple(ops.gather(column, physical, 0) for column in columns)
+    return logical, each(ops.gather, columns, physical, 0)
 
 
 @draws
@@ -293,4 +294,4 @@ def gather_ordered(columns, head):
     """
     capacity = capacity_of(columns)
     rows = logical_to_physical(head, arange(capacity), capacity)
-    return tuple(ops.gather(column, rows, 0) for column in columns)
+    return each(ops.gather, columns, rows, 0)

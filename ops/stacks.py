@@ -39,8 +39,9 @@ def _code_weights(stack_size, n_step, terminal, rows):
     return Tensor(np.tile(weights, (rows, 1)))
 
 
+@ops.constexpr
 def _spans(stack_size, n_step):
-    """The spans of :func:`_window_constants`, as :func:`masked_counts` takes them."""
+    """The spans of :func:`_window_constants`, as :func:`masked_counts` takes them (a constant: run by Python)."""
     return (*((j, stack_size - 1) for j in range(stack_size - 1)), (0, 0),
             *((stack_size, stack_size + k) for k in range(n_step)), (0, 0))
 
