@@ -98,7 +98,8 @@ class Update(nn.Cell):
         self.loss_net = loss_net
         self.optimizer = optimizer
         self.weights = optimizer.parameters
-        self.grad = ops.GradOperation(get_by_list=True)
+        # The loss and its gradients from one forward pass (a separate loss call ran the networks twice).
+        self.loss_and_grads = ops.value_and_grad(loss_net, None, self.weights)
         self.reduce = int(data_parallel_degree) > 1
         if self.reduce:
             self.reducer = nn.DistributedGradReducer(self.weights, mean=True, degree=int(data_parallel_degree))
@@ -108,8 +109,7 @@ class Update(nn.Cell):
         self.learn_steps = Parameter(Tensor(0, ms.int32), name="learn_steps", requires_grad=False)
 
     def construct(self, state, action, reward, next_state, terminated):
-        loss = self.loss_net(state, action, reward, next_state, terminated)
-        grads = self.grad(self.loss_net, self.weights)(state, action, reward, next_state, terminated)
+        loss, grads = self.loss_and_grads(state, action, reward, next_state, terminated)
         if self.reduce:
             grads = self.reducer(grads)
         loss = ops.depend(loss, self.optimizer(grads))
@@ -164,13 +164,20 @@ class LearnStep(nn.Cell):
         if not self.transitions:
             return self.update(*self.buffer.sample())
         columns = self.buffer.sample(self.steps * self.sample_size)
+        # Loops, not comprehensions: MindSpore 2.10 compiles a comprehension in a graph about 0.1 s
+        # slower (docs/platforms.md).
         if self.steps > 1:  # (steps * b, ...) -> steps batches of (b, ...), one unstack per column
-            columns = [ops.unstack(column.reshape((self.steps, self.sample_size, *column.shape[1:])), axis=0)
-                       for column in columns]
+            split = []
+            for column in columns:
+                split.append(ops.unstack(column.reshape((self.steps, self.sample_size, *column.shape[1:])), axis=0))
+            columns = split
         loss = Tensor(0.0, ms.float32)
         for step in range(self.steps):
             if self.steps > 1:
-                state, action, reward, next_state, discount = [column[step] for column in columns]
+                batch = []
+                for column in columns:
+                    batch.append(column[step])
+                state, action, reward, next_state, discount = batch
             else:
                 state, action, reward, next_state, discount = columns
             # (b,) -> (b, 1): the five-column layout; the fifth column is the discount
