@@ -170,6 +170,7 @@ class Act(nn.Cell):
         self.stack_size = int(stack_size)
         self.stack = Parameter(Tensor(ops.zeros((1, stack_size, *frame_shape), ms.uint8)), name="act_stack",
                                requires_grad=False)
+        self.rng_key, self.rng_counter = draws.state("act_rng")
 
     def _filled(self, frame):
         return ops.tile(frame.expand_dims(1), (1, self.stack_size, 1, 1))
@@ -181,8 +182,8 @@ class Act(nn.Cell):
         stack = ops.select(ops.broadcast_to(next_starts, shape), self._filled(next_observation), shifted)
         ops.assign(self.stack, stack)
         greedy = ops.argmax(self.q_net(stack), dim=1).astype(ms.int32)
-        explore = draws.uniform((1,)) < epsilon
-        random = draws.integers((1,), self.num_actions)
+        explore = draws.uniform((1,), (self.rng_key, self.rng_counter)) < epsilon
+        random = draws.integers((1,), self.num_actions, (self.rng_key, self.rng_counter))
         return ops.select(explore, random, greedy)
 
 

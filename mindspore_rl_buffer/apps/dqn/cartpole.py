@@ -26,7 +26,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 
-from mindspore_rl_buffer.apps.dqn.draws import uniform
+from mindspore_rl_buffer.apps.dqn.draws import state, uniform
 
 GRAVITY = 9.8
 MASS_CART = 1.0
@@ -137,6 +137,10 @@ class CartPole(nn.Cell):
 
     Inputs of ``construct``/:meth:`step`:
         - **action** (Tensor) - int32, shape ``(num_envs,)``.
+        - **unit** (Tensor) - float32, ``(num_envs, 4)``, uniform in ``[0, 1)``: the draws of
+          this step's reset states (a caller drawing for several Cells at once gives them);
+          ``None`` draws them from the environments' own generator state (``rng_key``,
+          ``rng_counter``). Default: ``None``.
 
     Outputs:
         Tuple of 4 tensors: ``next_state`` (float32, ``(num_envs, 4)``: before a same-step
@@ -173,15 +177,16 @@ class CartPole(nn.Cell):
         self.num_envs = num_envs
         self.next_step_reset = autoreset_mode == "next_step"
         self.max_episode_steps = max_episode_steps
-        self._seed = seed
+        self.rng_key, self.rng_counter = state("cartpole_rng", seed)
         self.state = Parameter(Tensor(np.zeros((num_envs, OBSERVATION_SIZE), np.float32)), name="state",
                                requires_grad=False)
         self.elapsed = Parameter(Tensor(np.zeros((num_envs,), np.int32)), name="elapsed", requires_grad=False)
         # 'next_step' only: the environments whose last step ended an episode (reset at their next step).
         self.ended = Parameter(Tensor(np.zeros((num_envs,), np.int32)), name="ended", requires_grad=False)
 
-    def _initial_states(self):
-        unit = uniform((self.num_envs, OBSERVATION_SIZE), seed=self._seed)
+    def _initial_states(self, unit=None):
+        if unit is None:
+            unit = uniform((self.num_envs, OBSERVATION_SIZE), (self.rng_key, self.rng_counter))
         return (2.0 * RESET_BOUND) * unit - RESET_BOUND
 
     def reset(self):
@@ -192,33 +197,33 @@ class CartPole(nn.Cell):
         ops.assign(self.ended, ops.zeros_like(self.ended))
         return state
 
-    def step(self, action):
-        """Step every environment by ``action``; see the class docstring for the outputs."""
+    def step(self, action, unit=None):
+        """Step every environment by ``action``; see the class docstring for the inputs and outputs."""
         if self.next_step_reset:
-            return self._step_then_reset(action)
+            return self._step_then_reset(action, unit)
         next_state, terminated = cartpole_step(self.state, action)
         elapsed = self.elapsed + 1
         truncated = elapsed >= self.max_episode_steps
         done = ops.logical_or(terminated, truncated)
-        observation = ops.where(done.expand_dims(1), self._initial_states(), next_state)
+        observation = ops.where(done.expand_dims(1), self._initial_states(unit), next_state)
         ops.assign(self.state, observation)
         ops.assign(self.elapsed, ops.where(done, ops.zeros_like(elapsed), elapsed))
         reward = ops.ones((self.num_envs,), ms.float32)
         return next_state, reward, terminated, truncated
 
-    def _step_then_reset(self, action):
+    def _step_then_reset(self, action, unit):
         """The ``'next_step'`` step: the environments that ended last step reset, the others step."""
         resetting = self.ended > 0
         stepped, fell = cartpole_step(self.state, action)
         elapsed = ops.where(resetting, ops.zeros_like(self.elapsed), self.elapsed + 1)
         terminated = ops.logical_and(fell, ops.logical_not(resetting))
         truncated = ops.logical_and(elapsed >= self.max_episode_steps, ops.logical_not(resetting))
-        observation = ops.where(resetting.expand_dims(1), self._initial_states(), stepped)
+        observation = ops.where(resetting.expand_dims(1), self._initial_states(unit), stepped)
         ops.assign(self.state, observation)
         ops.assign(self.elapsed, elapsed)
         ops.assign(self.ended, ops.logical_or(terminated, truncated).astype(ms.int32))
         reward = ops.where(resetting, 0.0, 1.0).astype(ms.float32)
         return observation, reward, terminated, truncated
 
-    def construct(self, action):
-        return self.step(action)
+    def construct(self, action, unit=None):
+        return self.step(action, unit)

@@ -1,26 +1,41 @@
-"""Uniform random draws for the app's graphs, from an operator MindSpore 2.10 does not deprecate.
+"""Uniform random draws for the app's graphs, from the buffers' counter-based generator.
 
-MindSpore 2.10 deprecates ``UniformReal`` and ``UniformInt``, the primitives behind ``ops.rand``
-and ``ops.uniform``, and suggests ``mint.rand`` and ``mint.randint``, which have no CPU kernel in
-2.10 (kernel selection fails). ``ops.standard_laplace`` (primitive ``StandardLaplace``; CPU, GPU
-and Ascend) is not deprecated, follows ``mindspore.set_seed`` as ``ops.uniform`` does, draws
-afresh on every call and in every iteration of a graph loop. A standard Laplace draw ``x`` is
-turned into a uniform one by its distribution function, ``F(x) = 1 - exp(-x) / 2`` for
-``x >= 0`` and ``exp(x) / 2`` below, evaluated as ``h = exp(-|x|) / 2`` (so in float32 no
-value is lost to ``exp`` overflowing).
+Each Cell that draws keeps a generator state of its own, the int64 Parameters ``<name>_key``
+and ``<name>_counter`` (:func:`state`), and passes it to :func:`uniform` or :func:`integers`:
+the draws are those of :func:`mindspore_rl_buffer.ops.uniform_real` (see the seeding guide).
+The run's seed reaches the graphs only through the keys' values, never as a constant of the
+graph, so a compiled graph serves every seed: ``train``'s compile cache is shared by them
+(:mod:`.compile_cache`). The MindSpore random operators this replaced (``StandardLaplace``,
+``UniformReal``) keep their seeds in the compiled graph.
 """
 from __future__ import annotations
 
 import mindspore as ms
-from mindspore import ops
+from mindspore import Parameter, ops
+
+from mindspore_rl_buffer.ops import random_state, uniform_real
 
 
-def uniform(shape, seed=None):
-    """Floats drawn uniformly from ``[0, 1]``, float32.
+def state(name: str, seed: int | None = None) -> tuple[Parameter, Parameter]:
+    """A fresh generator state for a Cell that draws: keep both Parameters as its attributes.
+
+    Args:
+        name (str): Prefix of the Parameters' names.
+        seed (int): The seed; ``None`` follows ``mindspore.set_seed`` (a key of its own for each
+            state made since, in order). Default: ``None``.
+
+    Returns:
+        Tuple of 2 Parameters, the key and the counter.
+    """
+    return random_state(seed, name=name)
+
+
+def uniform(shape, rng):
+    """Floats drawn uniformly from ``[0, 1)``, float32; advances ``rng``.
 
     Args:
         shape (tuple[int]): Shape of the draw.
-        seed (int): Seed of the operator; ``None`` follows ``mindspore.set_seed``. Default: ``None``.
+        rng (tuple[Parameter, Parameter]): The generator state (:func:`state`).
 
     Returns:
         Tensor, float32, of shape ``shape``.
@@ -30,24 +45,21 @@ def uniform(shape, seed=None):
 
     Examples:
         >>> import mindspore as ms
-        >>> from mindspore_rl_buffer.apps.dqn.draws import uniform
-        >>> ms.set_seed(0)
-        >>> u = uniform((1000,)).asnumpy()
-        >>> bool(0 <= u.min() < 0.01 and 0.99 < u.max() <= 1)
+        >>> from mindspore_rl_buffer.apps.dqn.draws import state, uniform
+        >>> u = uniform((1000,), state("example", seed=0)).asnumpy()
+        >>> bool(0 <= u.min() < 0.01 and 0.99 < u.max() < 1)
         True
     """
-    x = ops.standard_laplace(shape, seed=seed)
-    half_tail = 0.5 * ops.exp(-ops.abs(x))
-    return ops.where(x < 0, half_tail, 1.0 - half_tail)
+    return uniform_real(shape, rng)
 
 
-def integers(shape, high, seed=None):
-    """Integers drawn uniformly from ``[0, high)``, int32, for a small Python int ``high``.
+def integers(shape, high, rng):
+    """Integers drawn uniformly from ``[0, high)``, int32, for a small Python int ``high``; advances ``rng``.
 
     Args:
         shape (tuple[int]): Shape of the draw.
         high (int): One past the largest value (a few actions: float32 resolution is ample).
-        seed (int): As :func:`uniform`. Default: ``None``.
+        rng (tuple[Parameter, Parameter]): The generator state (:func:`state`).
 
     Returns:
         Tensor, int32, of shape ``shape``.
@@ -55,5 +67,5 @@ def integers(shape, high, seed=None):
     Supported Platforms:
         ``GPU`` ``CPU``
     """
-    drawn = ops.floor(uniform(shape, seed) * high).astype(ms.int32)
-    return ops.minimum(drawn, high - 1)  # u == 1.0 exactly would give `high`
+    drawn = ops.floor(uniform(shape, rng) * high).astype(ms.int32)
+    return ops.minimum(drawn, high - 1)  # a product rounded up to `high` in float32

@@ -5,7 +5,7 @@ import mindspore as ms
 from mindspore import Parameter, Tensor, nn, ops
 
 from mindspore_rl_buffer.apps.dqn.cartpole import NUM_ACTIONS
-from mindspore_rl_buffer.apps.dqn.draws import integers, uniform
+from mindspore_rl_buffer.apps.dqn.draws import state, uniform
 
 
 class EpsilonGreedy(nn.Cell):
@@ -22,6 +22,10 @@ class EpsilonGreedy(nn.Cell):
 
     Inputs:
         - **observation** (Tensor) - float32, ``(n, observation_size)``.
+        - **uniforms** (Tensor) - float32, ``(n, 2)``, uniform in ``[0, 1)``: per row the draw
+          that decides exploring and the one that picks the random action (a caller drawing
+          for several Cells at once gives them); ``None`` draws them from the policy's own
+          generator state (``rng_key``, ``rng_counter``). Default: ``None``.
 
     Outputs:
         Tensor, int32, ``(n,)``: the actions.
@@ -37,17 +41,21 @@ class EpsilonGreedy(nn.Cell):
         self.epsilon_end = float(epsilon_end)
         self.epsilon_decay_steps = float(max(int(epsilon_decay_steps), 1))
         self.steps = Parameter(Tensor(0, ms.int32), name="policy_steps", requires_grad=False)
+        self.rng_key, self.rng_counter = state("policy_rng")
 
     def epsilon(self):
         """The current epsilon, a float32 scalar tensor."""
         fraction = ops.minimum(self.steps.astype(ms.float32) / self.epsilon_decay_steps, 1.0)
         return self.epsilon_start + fraction * (self.epsilon_end - self.epsilon_start)
 
-    def construct(self, observation):
+    def construct(self, observation, uniforms=None):
         n = observation.shape[0]
         greedy = ops.argmax(self.q_net(observation), dim=1).astype(ms.int32)
-        random_action = integers((n,), NUM_ACTIONS)
-        explore = uniform((n,)) < self.epsilon()
+        if uniforms is None:
+            uniforms = uniform((n, 2), (self.rng_key, self.rng_counter))
+        coin, pick = ops.unstack(uniforms, axis=1)
+        random_action = ops.minimum(ops.floor(pick * NUM_ACTIONS).astype(ms.int32), NUM_ACTIONS - 1)
+        explore = coin < self.epsilon()
         ops.assign(self.steps, self.steps + n)
         return ops.where(explore, random_action, greedy)
 
