@@ -8,6 +8,9 @@ import pytest
 # (a module-scoped fixture may run a kernel before the first function-scoped one).
 # `python -m benchmarks.gpu_check` sets MSRB_TEST_DEVICE=GPU to run the core tests on a GPU.
 ms.set_device(os.environ.get("MSRB_TEST_DEVICE", "CPU"))
+# `mindspore-rl-buffer train` keeps compiled graphs under ~/.cache by default: the tests' runs (in
+# this process and the ones it starts) store none, and a test of the cache names its folder.
+os.environ["MSRB_COMPILE_CACHE"] = "off"
 
 
 @pytest.fixture(autouse=True)

@@ -27,7 +27,8 @@ def is_atari_file(path: Path) -> bool:
 
 def _refused(args: argparse.Namespace) -> str | None:
     for flag, value, default in (("--buffer", args.buffer, "device"), ("--env", args.env, "mindspore"),
-                                 ("--loop", args.loop, None), ("--compile-cache", args.compile_cache, None)):
+                                 ("--loop", args.loop, None), ("--compile-cache", args.compile_cache, None),
+                                 ("--no-compile-cache", args.no_compile_cache, False)):
         if value != default:
             return f"{flag} is for the CartPole configs; an Atari config runs its own trainer"
     return None

@@ -207,9 +207,13 @@ def build_parser() -> argparse.ArgumentParser:
                             f"every collect steps all environments (default: config)")
     train.add_argument("--seed", type=_seed, default=None, help="random seed, in [0, 2**31) (default: config)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    train.add_argument("--compile-cache", default=None, metavar="DIR",
-                       help="keep the compiled graphs in DIR, one folder per config, seed and code, and load them "
-                            "in a later run of the same setting instead of compiling (default: compile every run)")
+    cache = train.add_mutually_exclusive_group()
+    cache.add_argument("--compile-cache", default=None, metavar="DIR",
+                       help="keep the compiled graphs in DIR, one folder per config and code (every seed shares "
+                            "it), and load them in a later run of the same setting instead of compiling (default: "
+                            "$MSRB_COMPILE_CACHE, or ~/.cache/mindspore_rl_buffer/compile; MSRB_COMPILE_CACHE=off "
+                            "turns the default off)")
+    cache.add_argument("--no-compile-cache", action="store_true", help="compile every graph, store none")
     evaluate = commands.add_parser("evaluate", help="play a trained agent's greedy episodes, print the mean return")
     evaluate.add_argument("--checkpoint", required=True,
                           help="a dqn_cartpole.ckpt written by train (or a .safetensors file of the same weights)")
@@ -264,20 +268,26 @@ def _train(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     _note_rounding(config, args.max_steps)
-    if args.compile_cache is not None:
-        from mindspore_rl_buffer import ShardedReplayBuffer
-        from mindspore_rl_buffer.apps.dqn.compile_cache import use_compile_cache
+    from mindspore_rl_buffer import ShardedReplayBuffer
+    from mindspore_rl_buffer.apps.dqn.compile_cache import default_root, use_compile_cache
 
-        if issubclass(entry.buffer_type, ShardedReplayBuffer):  # each rank seeds its environments apart
-            print("error: --compile-cache is for single-process runs; the ranks of a ShardedReplayBuffer run "
-                  "compile graphs of their own", file=sys.stderr)
-            return 2
-        seed = setting(config, "trainer", "seed") if args.seed is None else args.seed
+    parallel = issubclass(entry.buffer_type, ShardedReplayBuffer)  # each rank seeds its environments apart
+    if args.compile_cache is not None and parallel:
+        print("error: --compile-cache is for single-process runs; the ranks of a ShardedReplayBuffer run "
+              "compile graphs of their own", file=sys.stderr)
+        return 2
+    root = None if args.no_compile_cache or parallel else args.compile_cache or default_root()
+    cache = None
+    if root is not None:
         try:
-            use_compile_cache(args.compile_cache, config, seed, args.buffer, args.env, loop)
+            cache = use_compile_cache(root, config, args.buffer, args.env, loop)
         except OSError as error:  # a file by that name, a folder that cannot be written
-            return _failed(error, f"could not keep compiled graphs in --compile-cache {args.compile_cache!r}",
-                           args.compile_cache)
+            if args.compile_cache is None:  # the default cache is a convenience: compile instead
+                print(f"note: compiling without a cache: could not use the compile cache {str(root)!r} "
+                      f"({error.strerror or error})", file=sys.stderr)
+            else:
+                return _failed(error, f"could not keep compiled graphs in --compile-cache {args.compile_cache!r}",
+                               args.compile_cache)
     # MindSpore collects garbage before compiling each graph (three in a run): the objects that exist now
     # (the imports', the config's) are left out of those collections while the run trains.
     gc.freeze()
@@ -296,6 +306,8 @@ def _train(args: argparse.Namespace) -> int:
         return _failed(error, f"could not write the run to --out {args.out!r}", args.out)
     finally:
         gc.unfreeze()  # collected again as before, in a process that goes on (tests call main)
+    if cache is not None:
+        cache.publish()  # a finished run's graphs, the evaluation's included
     print(f"{result.env_steps} environment steps, {result.learn_steps} learn steps in {result.wall_time:.1f} s of "
           f"wall time, compilation and evaluations included ({result.steps_per_second:.0f} environment steps/s "
           f"over the whole run, {result.loop} loop)")
