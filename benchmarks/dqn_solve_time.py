@@ -1,14 +1,15 @@
 """Time of ``mindspore-rl-buffer train`` to a held solve, and where it goes: ``python -m benchmarks.dqn_solve_time``.
 
 For every seed, fresh processes run the command's default (``configs/dqn_nstep.py`` on the
-fused loop) from two code trees, one after the other, so both see the same machine load:
+fused loop) from two code trees, one after the other, so all see the same machine load:
 
 * **baseline**: the commit ``--baseline`` (default ``812a0ff``), checked out by ``git worktree``
   into a temporary folder that is removed afterwards (the main checkout is not touched);
-* **candidate**: this checkout, as it is;
-* **candidate, compile cache stored** and **loaded**: this checkout with ``--compile-cache DIR``,
-  twice, ``DIR`` empty before the first (which compiles and stores the graphs) and filled by it
-  for the second (which loads them).
+* **candidate, no cache**: this checkout with ``--no-compile-cache``: every graph compiled;
+* **candidate, first run**: this checkout's default with an empty compile cache (a machine's
+  first run of the setting): it compiles, and stores the graphs;
+* **candidate, later run**: this checkout's default with the cache a run of another seed
+  (:data:`CACHE_SEED`, stored once before the seeds) left: the graphs are loaded.
 
 Each process is timed from its spawn (the interpreter's start included) to the end of the
 evaluation that completes the held solve, and split into phases: ``startup`` (interpreter,
@@ -40,8 +41,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "812a0ff"
 MARK = "DQN_SOLVE_TIME "
-BASE, NEW = "baseline", "candidate"
-FILLS, LOADS = "candidate, compile cache stored", "candidate, compile cache loaded"
+BASE, NEW = "baseline", "candidate, no cache"
+FILLS, LOADS = "candidate, first run", "candidate, later run"
+OFF = "off"  # spawn()'s cache for --no-compile-cache
+CACHE_SEED = 1000  # the seed of the run that stores the later runs' graphs: none of the measured ones
 PHASES = ("startup", "build", "first_launch", "first_evaluation", "training", "evaluations", "other")
 # candidate / baseline limits; "held" is a count of seeds, not a ratio
 TARGETS = {"wall": 0.7, "first_launch": 0.5, "steps": 1.2}
@@ -115,9 +118,11 @@ def add_worktree(commit: str, folder: Path) -> Path:
 
 
 def spawn(root: Path, seed: int, max_steps: int, timeout: float, cache: str | None = None) -> dict[str, Any]:
-    """One fresh process of ``train`` on the tree ``root`` (with ``--compile-cache cache`` if given); its figures."""
+    """One fresh process of ``train`` on the tree ``root``, its figures: with ``--compile-cache cache``, with
+    ``--no-compile-cache`` for ``cache`` :data:`OFF`, or with neither for ``None`` (the baseline's tree)."""
     with tempfile.TemporaryDirectory(prefix="dqn_solve_time_") as out:
-        env = {**os.environ, "PYTHONPATH": str(root)}
+        # No default cache: a smoke run's baseline is this checkout, and it must compile as the baseline does.
+        env = {**os.environ, "PYTHONPATH": str(root), "MSRB_COMPILE_CACHE": OFF}
         spawned = time.time()
         done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", "--seed", str(seed),
                                "--max-steps", str(max_steps), "--spawned", repr(spawned), "--child-out", out,
@@ -204,7 +209,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     args = parser.parse_args(argv)
     if args.child:  # the tree on PYTHONPATH, not this folder's modules
         sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-        extra = [] if args.child_cache is None else ["--compile-cache", args.child_cache]
+        # no option (the baseline's tree has none), --no-compile-cache, or --compile-cache DIR
+        extra = {None: [], OFF: ["--no-compile-cache"]}.get(args.child_cache, ["--compile-cache", args.child_cache])
         figures = child(args.seeds[0], args.max_steps, float(args.spawned), args.child_out, extra)
         print(MARK + json.dumps(figures), flush=True)
         return None
@@ -224,16 +230,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
                 "baseline": {"commit": results_commit(args, run),
                              "resolved": _commit_of(base_root)},
                 "candidate": {"commit": run["commit"], "dirty": run["dirty"], "root": str(args.candidate_root)},
-                "variants": {BASE: f"train at commit {results_commit(args, run)}", NEW: "this checkout's train",
-                             FILLS: "this checkout's train --compile-cache DIR, DIR empty: compiles and stores",
-                             LOADS: "the same command again: loads the stored graphs"},
+                "variants": {BASE: f"train at commit {results_commit(args, run)}",
+                             NEW: "this checkout's train --no-compile-cache",
+                             FILLS: "this checkout's train with an empty compile cache: compiles and stores",
+                             LOADS: f"this checkout's train with the compile cache a run of seed {CACHE_SEED} "
+                                    f"stored: loads the graphs"},
                 "phases": list(PHASES), "targets_at_most": TARGETS, "runs": []}
+            stored = Path(folder) / "stored"  # the later runs' cache: another seed's graphs
+            spawn(args.candidate_root, CACHE_SEED, 1200, 30 * 60, str(stored))
+            results["cache_seed"] = CACHE_SEED
             for seed in args.seeds:
                 for repeat in range(args.repeats):  # the variants one after the other: the same load
-                    with tempfile.TemporaryDirectory(prefix="dqn_solve_time_cache_") as cache:
-                        for variant, root, cached in ((BASE, base_root, None), (NEW, args.candidate_root, None),
-                                                      (FILLS, args.candidate_root, cache),
-                                                      (LOADS, args.candidate_root, cache)):
+                    with tempfile.TemporaryDirectory(prefix="dqn_solve_time_cache_") as empty:
+                        for variant, root, cached in ((BASE, base_root, None), (NEW, args.candidate_root, OFF),
+                                                      (FILLS, args.candidate_root, empty),
+                                                      (LOADS, args.candidate_root, str(stored))):
                             figures = spawn(root, seed, args.max_steps, 30 * 60, cached)
                             results["runs"].append({**figures, "variant": variant, "repeat": repeat})
                             results["summary"] = summarize(results["runs"])
