@@ -161,7 +161,10 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
     autoreset_mode = "next_step" if entry.transitions else "same_step"
     act = ActStep(policy, CartPole(num_envs, max_episode_steps, seed=None if world_size == 1 else 1000 + rank,
                                    autoreset_mode=autoreset_mode))
-    eval_step = EvalStep(q_net, CartPole(eval_episodes, max_episode_steps))
+    # One set of evaluation CartPoles for both evaluators: the same generator state, so the host loop's
+    # evaluations (EvalStep) and the fused loop's (EvalLoop) play the same start states.
+    eval_envs = CartPole(eval_episodes, max_episode_steps)
+    eval_step = EvalStep(q_net, eval_envs)
 
     def evaluate() -> np.ndarray:
         return evaluate_mindspore(eval_step, max_episode_steps)
@@ -172,4 +175,4 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
     collector = DeviceCollector(act, buffer)
     return DQNAgent(q_net, target_net, policy, update, buffer, learn, collector, evaluate,
                     train_loop=TrainLoop(collector.step, learn),
-                    eval_loop=EvalLoop(q_net, CartPole(eval_episodes, max_episode_steps)), learn_calls=calls)
+                    eval_loop=EvalLoop(q_net, eval_envs), learn_calls=calls)

@@ -15,6 +15,7 @@ import numpy as np
 from mindspore import Parameter, ParameterTuple, Tensor, jit, nn, ops
 
 from mindspore_rl_buffer.apps.dqn.cartpole import (
+    OBSERVATION_SIZE,
     PUSH_PER_MASS,
     TAU,
     THETA_THRESHOLD,
@@ -55,6 +56,9 @@ class EvalStep(nn.Cell):
         n = env.num_envs
         self.returns = Parameter(Tensor(np.zeros(n, np.float32)), name="eval_returns", requires_grad=False)
         self.alive = Parameter(Tensor(np.ones(n, np.float32)), name="eval_alive", requires_grad=False)
+        # An evaluation episode is played once: the states a step resets ended episodes to are never
+        # played, so none is drawn (the generator then draws only restart()'s, as EvalLoop's reset does).
+        self.unplayed_resets = Tensor(np.zeros((n, OBSERVATION_SIZE), np.float32))
 
     @jit
     def restart(self):
@@ -67,7 +71,7 @@ class EvalStep(nn.Cell):
 
     def construct(self):
         action = self.policy(self.env.state + 0.0, self.weights)
-        next_state, reward, terminated, truncated = self.env.step(action)
+        next_state, reward, terminated, truncated = self.env.step(action, self.unplayed_resets)
         ops.assign(self.returns, self.returns + self.alive * reward)
         alive = self.alive * (1.0 - ops.logical_or(terminated, truncated).astype(ms.float32))
         ops.assign(self.alive, alive)
