@@ -22,7 +22,7 @@ from mindspore import Tensor
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import DIRECT_CALLS
 from mindspore_rl_buffer._validation import check_batch, check_final_rows, check_size, native, transition_of
-from mindspore_rl_buffer.specs import DTYPES, check_batch_bytes, numpy_dtype
+from mindspore_rl_buffer.specs import DTYPES, check_batch_bytes, numpy_dtype, spec_fields
 
 
 class DroppedTransitionsWarning(UserWarning):
@@ -60,9 +60,7 @@ class BufferWriter:
         self._batch_size = check_size("writer", "batch_size", batch_size)
         self._buffer = buffer
         specs = tuple(buffer.specs)
-        self._names = tuple(spec.name for spec in specs)
-        self._shapes = tuple(tuple(spec.shape) for spec in specs)
-        self._dtypes = tuple(spec.dtype for spec in specs)
+        self._names, self._shapes, self._dtypes = spec_fields(specs)
         self._np_dtypes = tuple(numpy_dtype(spec.dtype) for spec in specs)
         check_batch_bytes("writer", "batch_size", self._batch_size, specs)
         self._staging = [np.empty((self._batch_size, *shape), dtype)

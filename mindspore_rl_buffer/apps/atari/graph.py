@@ -12,9 +12,10 @@ target network every ``target_sync_period`` learn steps. Only the emulator runs 
 from __future__ import annotations
 
 import mindspore as ms
-from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
+from mindspore import Parameter, Tensor, nn, ops
 
 from mindspore_rl_buffer.apps.dqn import draws
+from mindspore_rl_buffer.apps.dqn.learner import TargetSync
 
 
 def is_prioritized(buffer: object) -> bool:
@@ -111,10 +112,12 @@ class Learn(nn.Cell):
         self.loss_net = loss_net
         self.optimizer = optimizer
         self.grad = ms.value_and_grad(loss_net, None, optimizer.parameters, has_aux=True)
-        self.online = ParameterTuple(target.q_net.get_parameters())
-        self.target = ParameterTuple(target.target_net.get_parameters())
-        self.target_sync_period = int(target_sync_period)
-        self.learn_steps = Parameter(Tensor(0, ms.int32), name="learn_steps", requires_grad=False)
+        self.sync = TargetSync(target.q_net, target.target_net, target_sync_period)
+
+    @property
+    def learn_steps(self) -> Parameter:
+        """The learn steps taken, an int32 Parameter (:class:`~..dqn.learner.TargetSync` counts them)."""
+        return self.sync.learn_steps
 
     def construct(self, beta):
         if self.prioritized:
@@ -132,12 +135,7 @@ class Learn(nn.Cell):
         loss = ops.depend(loss, self.optimizer(grads))
         if self.prioritized:
             _ = self.buffer.update_priorities(ids, error)
-        steps = ops.depend(self.learn_steps + 1, loss)
-        ops.assign(self.learn_steps, steps)
-        if steps % self.target_sync_period == 0:
-            for online, target in zip(self.online, self.target):
-                ops.assign(target, online)
-        return loss
+        return self.sync(loss)
 
 
 class Act(nn.Cell):

@@ -67,5 +67,9 @@ def integers(shape, high, rng):
     Supported Platforms:
         ``GPU`` ``CPU``
     """
-    drawn = ops.floor(uniform(shape, rng) * high).astype(ms.int32)
-    return ops.minimum(drawn, high - 1)  # a product rounded up to `high` in float32
+    return below(uniform(shape, rng), high)
+
+
+def below(unit, high):
+    """Uniform draws ``unit`` from ``[0, 1)`` as integers in ``[0, high)``, int32, for a small Python int ``high``."""
+    return ops.minimum(ops.floor(unit * high).astype(ms.int32), high - 1)  # a product rounded up to `high`

@@ -5,7 +5,7 @@ import mindspore as ms
 from mindspore import Parameter, Tensor, nn, ops
 
 from mindspore_rl_buffer.apps.dqn.cartpole import NUM_ACTIONS
-from mindspore_rl_buffer.apps.dqn.draws import state, uniform
+from mindspore_rl_buffer.apps.dqn.draws import below, state, uniform
 
 
 class EpsilonGreedy(nn.Cell):
@@ -54,7 +54,7 @@ class EpsilonGreedy(nn.Cell):
         if uniforms is None:
             uniforms = uniform((n, 2), (self.rng_key, self.rng_counter))
         coin, pick = ops.unstack(uniforms, axis=1)
-        random_action = ops.minimum(ops.floor(pick * NUM_ACTIONS).astype(ms.int32), NUM_ACTIONS - 1)
+        random_action = below(pick, NUM_ACTIONS)
         explore = coin < self.epsilon()
         ops.assign(self.steps, self.steps + n)
         return ops.where(explore, random_action, greedy)
