@@ -116,7 +116,8 @@ class Learn(nn.Cell):
 
     @property
     def learn_steps(self) -> Parameter:
-        """The learn steps taken, an int32 Parameter (:class:`~..dqn.learner.TargetSync` counts them)."""
+        """The learn steps taken, an int32 Parameter (counted by
+        :class:`~mindspore_rl_buffer.apps.dqn.learner.TargetSync`)."""
         return self.sync.learn_steps
 
     def construct(self, beta):
