@@ -16,7 +16,7 @@ advances ``counter`` by ``n``, so
 The hash is two keyed rounds of a 32-bit integer finaliser (xor-shift, multiply, xor-shift,
 multiply, xor-shift; constants from Chris Wellons' hash search, "lowbias32"), computed
 exactly in int64: every product stays below ``2**63`` and is reduced modulo ``2**32``. The
-ops are ``bitwise_xor``, ``bitwise_and``, ``bitwise_right_shift``, ``mul``, ``neg``, ``add``
+ops are ``bitwise_xor``, ``bitwise_and``, ``bitwise_right_shift``, ``mul``, ``add``
 and ``assign_add``, all documented for Ascend, GPU and CPU. An integer in ``[0, high)`` is ``(bits * high) >> 32``
 (Lemire's multiply-shift), whose probabilities differ from ``1 / high`` by less than
 ``high / 2**32`` relatively; a float in ``[0, 1)`` takes the top 24 bits.
@@ -51,8 +51,8 @@ def _mul32(x, multiplier):
     """``x * multiplier mod 2**32`` for ``0 <= x < 2**32``, exact in int64."""
     if multiplier < 2**31:
         return _low32(x * multiplier)
-    # multiplier = 2**32 - m with m < 2**31: x * multiplier = -x * m (mod 2**32)
-    return _low32(-(x * (2**32 - multiplier)))
+    # multiplier = 2**32 - m with m < 2**31: x * multiplier = x * -m (mod 2**32), one kernel
+    return _low32(x * -(2**32 - multiplier))
 
 
 def _finalise(x):
@@ -65,7 +65,8 @@ def _finalise(x):
 
 @ops.constexpr
 def _offsets(n):
-    return Tensor(np.arange(n, dtype=np.int64))
+    """``-n, ..., -1``: added to the advanced counter, the counters the draw hashes."""
+    return Tensor(np.arange(-n, 0, dtype=np.int64))
 
 
 @ops.constexpr
@@ -103,7 +104,7 @@ def random_bits(rng, n):
     key, counter = rng
     # The counter advanced and read in one side-effecting kernel: MindSpore can neither merge two
     # draws of one graph nor reorder them around each other.
-    at = ops.assign_add(counter, _step(n)) - n + _offsets(n)
+    at = ops.assign_add(counter, _step(n)) + _offsets(n)
     low, high = _low32(at), _shift(at, 32)
     # A scalar key split by two scalar kernels: a slice of a small tensor costs far more on CPU.
     x = _finalise(ops.bitwise_xor(low, _low32(key)))
