@@ -11,7 +11,8 @@ import pytest
 from mindspore_rl_buffer import ReplayBuffer, create_buffer, load_config
 from mindspore_rl_buffer.apps import dqn
 from mindspore_rl_buffer.apps.dqn import cartpole, cli
-from mindspore_rl_buffer.apps.dqn.learner import LearnStep
+from mindspore_rl_buffer.apps.dqn.learner import DQNLoss, LearnStep
+from mindspore_rl_buffer.apps.dqn.networks import QNetwork
 from tests.apps.dqn.helpers import CONFIG, ROOT, gym_reference, small_config, stored
 
 ATOL = 1e-5  # float32 dynamics against gymnasium's float64 (see test_cartpole.py)
@@ -97,6 +98,39 @@ def test_collect_graph_stores_the_transitions_the_environment_produced():
     last_end = [np.flatnonzero(done[:, env])[-1] + 1 if done[:, env].any() else 0 for env in range(4)]
     total, episodes = agent.collector.episodes()
     assert episodes == done.sum() and total == sum(last_end)
+
+
+@pytest.mark.parametrize("delta", [0.3, 1.0, 2.5])
+@pytest.mark.parametrize("double_dqn", [True, False])
+def test_the_loss_and_its_gradient_are_the_huber_loss_of_the_td_error(delta, double_dqn):
+    """DQNLoss against numpy: the Huber loss of ``Q(s, a) - (r + gamma (1 - terminated) Q_target(s', a'))``
+    and its gradient with respect to the last layer's bias (``mean(huber'(error))`` per taken action),
+    with errors on both sides of ``delta``."""
+    rng = np.random.default_rng(int(delta * 10) + double_dqn)
+    q_net, target_net = QNetwork(4, 2, (16,)), QNetwork(4, 2, (16,))  # apart: no copy
+    loss_net = DQNLoss(q_net, target_net, 0.9, double_dqn=double_dqn, huber_delta=delta)
+    state, next_state = (rng.normal(size=(64, 4)).astype(np.float32) * 3 for _ in range(2))
+    action = rng.integers(0, 2, (64, 1)).astype(np.int32)
+    reward = rng.normal(size=(64, 1)).astype(np.float32) * 2 * delta
+    terminated = (rng.random((64, 1)) < 0.3).astype(np.float32)
+    inputs = [ms.Tensor(x) for x in (state, action, reward, next_state, terminated)]
+
+    def forward(net, x):
+        w0, b0, w1, b1 = (p.asnumpy().astype(np.float64) for p in net.get_parameters())
+        return np.maximum(x @ w0.T + b0, 0) @ w1.T + b1
+
+    q_next, target_next = forward(q_net, next_state), forward(target_net, next_state)
+    picked = (q_next if double_dqn else target_next).argmax(1)
+    target = reward[:, 0] + 0.9 * (1 - terminated[:, 0]) * target_next[np.arange(64), picked]
+    error = forward(q_net, state)[np.arange(64), action[:, 0]] - target
+    assert (np.abs(error) < delta).any() and (np.abs(error) > delta).any()
+    huber = np.where(np.abs(error) <= delta, 0.5 * error ** 2, delta * (np.abs(error) - 0.5 * delta))
+    np.testing.assert_allclose(float(loss_net(*inputs).asnumpy()), huber.mean(), rtol=1e-5)
+    bias = q_net.trainable_params()[-1]
+    slope = np.clip(error, -delta, delta) / 64  # d mean(huber) / d error
+    expected = np.array([slope[action[:, 0] == a].sum() for a in (0, 1)])
+    got = ms.grad(loss_net, None, [bias])(*inputs)[0].asnumpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize("buffer_kind", ["device", "numpy"])
