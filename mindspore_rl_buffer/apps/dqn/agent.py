@@ -174,5 +174,5 @@ def build_agent(config: dict[str, Any], buffer_kind: str = "device", env_kind: s
                         evaluate, learn_calls=calls)
     collector = DeviceCollector(act, buffer)
     return DQNAgent(q_net, target_net, policy, update, buffer, learn, collector, evaluate,
-                    train_loop=TrainLoop(collector.step, learn),
+                    train_loop=TrainLoop(collector.step, learn, single_call=calls == 1),
                     eval_loop=EvalLoop(q_net, eval_envs), learn_calls=calls)

@@ -13,12 +13,13 @@ and ``Scan`` document such side effects as unsupported), and the buffer's insert
 behave inside it; ``tests/apps/dqn/test_fused.py`` checks the loop against the host loop's
 bookkeeping and the transitions it stores against gymnasium.
 
-The learn steps of one iteration run in an inner ``while`` loop over a graph input, one
-:class:`~.learner.LearnStep` call per sample: one call of all the steps for a
-``TransitionReplayBuffer`` (one sample, 1.16x the environment steps/s of one call per step
-with ``configs/dqn_nstep.py``), one call per step for the other buffers. Measured on this
-project's CPU, Python ``for`` unrolling of the steps (one copy of the learn graph per step)
-made each step slower: 0.95x with ``configs/dqn.py`` on 2026-11-26.
+The learn steps of one iteration are one :class:`~.learner.LearnStep` call per sample: one
+call of all the steps for a ``TransitionReplayBuffer`` (one sample, 1.16x the environment
+steps/s of one call per step with ``configs/dqn_nstep.py``), one call per step for the other
+buffers. One call runs under a graph ``if``; several in an inner ``while`` loop over a graph
+input. On this project's CPU an inner ``while`` costs about 70 us per iteration of the outer
+loop, an ``if`` about 30 us, and Python ``for`` unrolling of the steps (one copy of the learn
+graph per step) made each step slower (0.95x with ``configs/dqn.py``).
 """
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ class TrainLoop(nn.Cell):
     Args:
         collect (CollectStep): One step of every environment, inserted into the buffer.
         learn (LearnStep): One sample and its updates, inside the graph.
+        single_call (bool): ``learn_calls`` is only ever 0 or 1 (the agent's ``learn_calls``
+            with a ``TransitionReplayBuffer``): a graph ``if`` runs the call instead of a
+            ``while`` loop, about 40 us less per iteration on this project's CPU; any
+            ``learn_calls`` above 0 then runs one call. Default: ``False``.
 
     Inputs:
         - **iterations** (Tensor) - int32 scalar: collect steps to run.
@@ -52,10 +57,11 @@ class TrainLoop(nn.Cell):
         ``GPU`` ``CPU``
     """
 
-    def __init__(self, collect: CollectStep, learn: LearnStep) -> None:
+    def __init__(self, collect: CollectStep, learn: LearnStep, single_call: bool = False) -> None:
         super().__init__()
         self.collect = collect
         self.learn = learn
+        self.single_call = bool(single_call)
 
     def construct(self, iterations, learn_calls):
         done = Tensor(0, ms.int32)
@@ -63,9 +69,13 @@ class TrainLoop(nn.Cell):
         while done < iterations:
             # The transitions are used (depended on), so no output of the collect step is dropped.
             loss_sum = ops.depend(loss_sum, self.collect())
-            called = Tensor(0, ms.int32)
-            while called < learn_calls:
-                loss_sum = loss_sum + self.learn()
-                called = called + 1
+            if self.single_call:
+                if learn_calls > 0:
+                    loss_sum = loss_sum + self.learn()
+            else:
+                called = Tensor(0, ms.int32)
+                while called < learn_calls:
+                    loss_sum = loss_sum + self.learn()
+                    called = called + 1
             done = done + 1
         return loss_sum

@@ -14,6 +14,7 @@ from mindspore_rl_buffer import TransitionReplayBuffer, load_config
 from mindspore_rl_buffer.apps.dqn import build_agent, check_config, cli, train
 from mindspore_rl_buffer.apps.dqn.cartpole import RESET_BOUND
 from mindspore_rl_buffer.apps.dqn.learner import LearnStep
+from mindspore_rl_buffer.apps.dqn.loops import FusedLoop
 from tests.apps.dqn.helpers import ROOT, RecordingUpdate, gym_reference
 
 NSTEP_CONFIG = ROOT / "configs" / "dqn_nstep.py"
@@ -202,6 +203,24 @@ def test_the_learn_steps_of_a_collect_step_split_one_sample_into_whole_transitio
             np.testing.assert_allclose(column, value, rtol=1e-6, atol=1e-6, err_msg=f"start {start} env {env}")
     with pytest.raises(ValueError, match=r"For 'LearnStep', 'steps' must be an int >= 1, but got 0\."):
         LearnStep(agent.buffer, recorder, steps=0)
+
+
+def test_the_fused_loop_runs_one_learn_call_per_collect_step_and_syncs_on_the_period():
+    """One sample serves a collect step's updates, so the loop runs one call under a graph ``if``
+    (``learn_calls`` 0 or 1): 0 learns nothing, 1 runs ``steps`` updates per iteration."""
+    config = nstep_config(learn_steps_per_collect=2)
+    config["learner"]["target_sync_period"] = 4
+    agent = build_agent(config, seed=0)
+    assert agent.learn_calls == 1 and agent.train_loop.single_call
+    loop = FusedLoop(agent)
+    loop.run(30, learn=False)
+    assert int(agent.update.learn_steps.asnumpy()) == 0 and int(agent.policy.steps.asnumpy()) == 30 * NUM_ENVS
+    for iterations, learned, synced in [(1, 2, False), (1, 4, True), (2, 8, True), (1, 10, False)]:
+        assert np.isfinite(loop.run(iterations, learn=True))
+        assert int(agent.update.learn_steps.asnumpy()) == learned
+        pairs = zip(agent.q_net.get_parameters(), agent.target_net.get_parameters())
+        assert all(np.array_equal(a.asnumpy(), b.asnumpy()) for a, b in pairs) == synced, learned
+    assert len(agent.train_loop.compile_cache) == 1
 
 
 @pytest.mark.slow
