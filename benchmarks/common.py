@@ -224,6 +224,37 @@ def write_results(results: dict[str, Any], path: Path | None) -> None:
         path.write_text(json.dumps(results, indent=2, default=str) + "\n")
 
 
+def finish(results: dict[str, Any], path: Path | None, text: str, started: float) -> dict[str, Any]:
+    """Write ``results`` to ``path``, print ``text`` and where the figures went and how long the run took."""
+    write_results(results, path)
+    print(text)
+    print(f"\nfigures: {path or 'not recorded (smoke run without --out)'}; {time.perf_counter() - started:.0f} s")
+    return results
+
+
+def run_in_tree(script: Path, root: Path, args: list[str], mark: str, timeout: float,
+                env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The figures of ``script --child *args`` run in a fresh process that imports the tree ``root``.
+
+    The child prints its figures as JSON on a line starting with ``mark``, with the path of the
+    package it imported under ``"package"``.
+
+    Raises:
+        RuntimeError: If the process fails, prints no figures, or imported the package from
+            outside ``root``.
+    """
+    environment = {**os.environ, "PYTHONPATH": str(root), **(env or {})}
+    done = subprocess.run([sys.executable, str(script), "--child", *args], cwd=root, env=environment,
+                          capture_output=True, text=True, timeout=timeout)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(mark)]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"the process on {root} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    figures = json.loads(lines[-1][len(mark):])
+    if not Path(figures["package"]).resolve().is_relative_to(Path(root).resolve()):
+        raise RuntimeError(f"the process imported {figures['package']}, not the tree {root}")
+    return figures
+
+
 def record_run(results: dict[str, Any], run: dict[str, Any], path: Path | None) -> None:
     """Add a held-solve ``run`` to ``results["runs"]``, summarize, write ``results`` to ``path`` and say so.
 

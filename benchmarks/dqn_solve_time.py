@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -120,21 +119,14 @@ def add_worktree(commit: str, folder: Path) -> Path:
 def spawn(root: Path, seed: int, max_steps: int, timeout: float, cache: str | None = None) -> dict[str, Any]:
     """One fresh process of ``train`` on the tree ``root``, its figures: with ``--compile-cache cache``, with
     ``--no-compile-cache`` for ``cache`` :data:`OFF`, or with neither for ``None`` (the baseline's tree)."""
+    from benchmarks.common import run_in_tree
+
     with tempfile.TemporaryDirectory(prefix="dqn_solve_time_") as out:
         # No default cache: a smoke run's baseline is this checkout, and it must compile as the baseline does.
-        env = {**os.environ, "PYTHONPATH": str(root), "MSRB_COMPILE_CACHE": OFF}
-        spawned = time.time()
-        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", "--seed", str(seed),
-                               "--max-steps", str(max_steps), "--spawned", repr(spawned), "--child-out", out,
-                               *([] if cache is None else ["--child-cache", cache])],
-                              cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
-    lines = [line for line in done.stdout.splitlines() if line.startswith(MARK)]
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"the train process on {root} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    figures = json.loads(lines[-1][len(MARK):])
-    if not Path(figures["package"]).resolve().is_relative_to(root.resolve()):
-        raise RuntimeError(f"the process imported {figures['package']}, not the tree {root}")
-    return figures
+        return run_in_tree(Path(__file__).resolve(), root,
+                           ["--seed", str(seed), "--max-steps", str(max_steps), "--spawned", repr(time.time()),
+                            "--child-out", out, *([] if cache is None else ["--child-cache", cache])],
+                           MARK, timeout, {"MSRB_COMPILE_CACHE": OFF})
 
 
 def results_commit(args: argparse.Namespace, run: dict[str, Any]) -> str:
@@ -215,7 +207,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         print(MARK + json.dumps(figures), flush=True)
         return None
     sys.path.insert(0, str(ROOT))
-    from benchmarks.common import provenance, results_path, write_results
+    from benchmarks.common import finish, provenance, results_path, write_results
 
     run = provenance(argv)
     if args.smoke:
@@ -255,10 +247,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
             if not args.smoke:
                 _git("worktree", "remove", "--force", str(base_root))
     results["targets"] = targets(results["summary"])
-    write_results(results, path)
-    print(report(results))
-    print(f"\nfigures: {path or 'not recorded (smoke run without --out)'}; {time.perf_counter() - started:.0f} s")
-    return results
+    return finish(results, path, report(results), started)
 
 
 if __name__ == "__main__":

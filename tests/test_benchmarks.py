@@ -194,6 +194,28 @@ def test_the_solve_time_benchmark_sums_its_phases_and_states_the_targets_as_rati
 
 
 @pytest.mark.slow
+def test_the_iteration_benchmark_counts_each_part_s_kernels_and_the_parts_add_up(tmp_path):
+    from benchmarks.dqn_iteration import PARTS, RUNTIME, main
+    from benchmarks.report import page_block_lines
+
+    results = main(["--smoke", "--out", str(tmp_path)])
+    written = json.loads((tmp_path / "dqn_iteration.json").read_text())
+    assert written["run"]["commit"] == results["run"]["commit"] and len(written["rounds"]) == 1
+    parts = written["summary"]["parts"]
+    assert set(parts) == set(PARTS) and set(written["summary"]["runtime_us"]) == set(RUNTIME)
+    for tree in ("baseline", "candidate"):  # a smoke run measures this checkout twice
+        kernels = {part: parts[part][tree]["kernels"] for part in PARTS}
+        assert all(parts[part][tree]["ms"] > 0 and parts[part][tree]["kernel_ms"] > 0 for part in PARTS)
+        # The training loop's pass is its collect pass and one learn call, give or take the loops' counters.
+        assert abs(kernels["iteration"] - kernels["collect"] - kernels["learn"]) <= 4, kernels
+        # The learn call is a sample of 256 and two updates, and the sample's cut into two batches (a Split
+        # per column, a trailing axis for the three scalar ones) and the loss sum.
+        assert 0 <= kernels["learn"] - kernels["sample"] - 2 * kernels["update"] <= 16, kernels
+    assert page_block_lines({"dqn_iteration": written}, "dqn_iteration")[0].startswith(
+        "Recorded by `python -m benchmarks.dqn_iteration`")
+
+
+@pytest.mark.slow
 def test_the_rng_benchmark_times_the_kernel_and_the_generator_alike_and_records_its_run(tmp_path):
     from benchmarks.rng_cost import main
 
