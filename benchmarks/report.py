@@ -242,7 +242,8 @@ def section_dqn_iteration(data: Figures, plots: dict[str, bytes]) -> list[str]:
     runtime = data["summary"]["runtime_us"]
     return [f"Baseline: commit {data['baseline']['commit']}; candidate: the recorded run's commit. Each cell: "
             "milliseconds per pass, kernels launched per pass, and in brackets the kernels' own run time per pass "
-            "as MindSpore's profiler records it (medians over the rounds). A part's loop adds 2 kernels a pass.",
+            "as MindSpore's profiler records it (medians over the rounds). The loop around a part adds a few kernels a "
+            "pass (its counter and its sum).",
             table(rows, ["part", "what a pass runs", base, new, "candidate over baseline"]),
             table([[data["runtime_described"][name], f"{value:.1f}"] for name, value in runtime.items()],
                   ["MindSpore 2.10's CPU runtime", "microseconds"])]
