@@ -1,6 +1,7 @@
 """Timing and memory helpers shared by the benchmarks."""
 from __future__ import annotations
 
+import contextlib
 import datetime
 import gc
 import json
@@ -9,9 +10,10 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -147,12 +149,38 @@ def time_ratios(runs: list[dict[str, Any]], baseline: str) -> dict[str, dict[str
     return ratios
 
 
-def _git(*args: str) -> str | None:
+def _git(*args: str, cwd: Path = ROOT) -> str | None:
     try:
-        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
+
+
+def commit_of(root: Path) -> str | None:
+    """The commit checked out at ``root``, or None outside a git checkout."""
+    return _git("rev-parse", "HEAD", cwd=root)
+
+
+@contextlib.contextmanager
+def checkout(commit: str | None, current: Path = ROOT) -> Iterator[Path]:
+    """The tree of ``commit``, checked out by ``git worktree`` into a temporary folder and laid out
+    as the installed package is, removed on exit; ``current`` itself for ``None`` (a smoke run)."""
+    if commit is None:
+        yield current
+        return
+    with tempfile.TemporaryDirectory(prefix="benchmark_baseline_") as folder:
+        tree = Path(folder) / "tree"
+        subprocess.run(["git", "worktree", "add", "--detach", str(tree), commit], cwd=ROOT, capture_output=True,
+                       text=True, check=True)
+        try:
+            package = tree / "mindspore_rl_buffer"
+            for name in ("ops", "configs"):  # installed as mindspore_rl_buffer.ops and .configs
+                if not (package / name).exists():
+                    (package / name).symlink_to(Path("..") / name)
+            yield tree
+        finally:
+            _git("worktree", "remove", "--force", str(tree))
 
 
 def cpu_model() -> str:

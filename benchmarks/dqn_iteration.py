@@ -234,8 +234,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         return None
     root = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(root))
-    from benchmarks.common import finish, provenance, results_path
-    from benchmarks.dqn_solve_time import _commit_of, _git, add_worktree
+    from benchmarks.common import checkout, commit_of, finish, provenance, results_path
 
     run = provenance(argv)
     if args.smoke:
@@ -243,19 +242,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     path = results_path("dqn_iteration", args.out, args.smoke)
     started = time.perf_counter()
     rounds = []
-    with tempfile.TemporaryDirectory(prefix="dqn_iteration_base_") as folder:
-        base_root = root if args.smoke else add_worktree(args.baseline, Path(folder) / "tree")
-        try:
-            for number in range(args.rounds):
-                rounds.append({BASE: spawn(base_root, args.passes, args.repeats, False),
-                               NEW: spawn(root, args.passes, args.repeats, True)})
-                print(f"round {number + 1} of {args.rounds}: {time.perf_counter() - started:.0f} s", flush=True)
-        finally:
-            if not args.smoke:
-                _git("worktree", "remove", "--force", str(base_root))
+    with checkout(None if args.smoke else args.baseline, root) as base_root:
+        for number in range(args.rounds):
+            rounds.append({BASE: spawn(base_root, args.passes, args.repeats, False),
+                           NEW: spawn(root, args.passes, args.repeats, True)})
+            print(f"round {number + 1} of {args.rounds}: {time.perf_counter() - started:.0f} s", flush=True)
+        resolved = commit_of(base_root)
     results = {"run": run, "config": "configs/dqn_nstep.py",
                "baseline": {"commit": "this checkout (smoke run)" if args.smoke else args.baseline,
-                            "resolved": _commit_of(base_root)},
+                            "resolved": resolved},
                "passes": args.passes, "repeats": args.repeats, "parts_described": PARTS, "runtime_described": RUNTIME,
                "rounds": rounds}
     results["summary"] = summarize(rounds)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -93,28 +92,6 @@ def child(seed: int, max_steps: int, spawned: float, out: str, extra: list[str])
 
 
 # -- the parent -----------------------------------------------------------------------------------
-
-def _git(*args: str, cwd: Path = ROOT) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
-
-
-def _commit_of(root: Path) -> str | None:
-    """The commit checked out at ``root``, or None outside a git checkout."""
-    try:
-        return _git("rev-parse", "HEAD", cwd=root)
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-def add_worktree(commit: str, folder: Path) -> Path:
-    """Check ``commit`` out into ``folder`` as a git worktree, laid out as the installed package is."""
-    _git("worktree", "add", "--detach", str(folder), commit)
-    package = folder / "mindspore_rl_buffer"
-    for name in ("ops", "configs"):  # installed as mindspore_rl_buffer.ops and .configs
-        if not (package / name).exists():
-            (package / name).symlink_to(Path("..") / name)
-    return folder
-
 
 def spawn(root: Path, seed: int, max_steps: int, timeout: float, cache: str | None = None) -> dict[str, Any]:
     """One fresh process of ``train`` on the tree ``root``, its figures: with ``--compile-cache cache``, with
@@ -207,45 +184,41 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         print(MARK + json.dumps(figures), flush=True)
         return None
     sys.path.insert(0, str(ROOT))
-    from benchmarks.common import finish, provenance, results_path, write_results
+    from benchmarks.common import checkout, commit_of, finish, provenance, results_path, write_results
 
     run = provenance(argv)
     if args.smoke:
         args.seeds, args.repeats, args.max_steps = args.seeds[:1], 1, 1200
     path = results_path("dqn_solve_time", args.out, args.smoke)
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="dqn_solve_time_base_") as folder:
-        base_root = args.candidate_root if args.smoke else add_worktree(args.baseline, Path(folder) / "tree")
-        try:
-            results: dict[str, Any] = {
-                "run": run, "command": "mindspore-rl-buffer train --seed SEED (configs/dqn_nstep.py, fused loop)",
-                "baseline": {"commit": results_commit(args, run),
-                             "resolved": _commit_of(base_root)},
-                "candidate": {"commit": run["commit"], "dirty": run["dirty"], "root": str(args.candidate_root)},
-                "variants": {BASE: f"train at commit {results_commit(args, run)}",
-                             NEW: "this checkout's train --no-compile-cache",
-                             FILLS: "this checkout's train with an empty compile cache: compiles and stores",
-                             LOADS: f"this checkout's train with the compile cache a run of seed {CACHE_SEED} "
-                                    f"stored: loads the graphs"},
-                "phases": list(PHASES), "targets_at_most": TARGETS, "runs": []}
-            stored = Path(folder) / "stored"  # the later runs' cache: another seed's graphs
-            spawn(args.candidate_root, CACHE_SEED, 1200, 30 * 60, str(stored))
-            results["cache_seed"] = CACHE_SEED
-            for seed in args.seeds:
-                for repeat in range(args.repeats):  # the variants one after the other: the same load
-                    with tempfile.TemporaryDirectory(prefix="dqn_solve_time_cache_") as empty:
-                        for variant, root, cached in ((BASE, base_root, None), (NEW, args.candidate_root, OFF),
-                                                      (FILLS, args.candidate_root, empty),
-                                                      (LOADS, args.candidate_root, str(stored))):
-                            figures = spawn(root, seed, args.max_steps, 30 * 60, cached)
-                            results["runs"].append({**figures, "variant": variant, "repeat": repeat})
-                            results["summary"] = summarize(results["runs"])
-                            write_results(results, path)
-                            print(f"seed {seed}, {variant}: held at {figures['solved_at']} env steps, "
-                                  f"{figures['wall']:.2f} s", flush=True)
-        finally:
-            if not args.smoke:
-                _git("worktree", "remove", "--force", str(base_root))
+    with tempfile.TemporaryDirectory(prefix="dqn_solve_time_") as folder, \
+            checkout(None if args.smoke else args.baseline, args.candidate_root) as base_root:
+        results: dict[str, Any] = {
+            "run": run, "command": "mindspore-rl-buffer train --seed SEED (configs/dqn_nstep.py, fused loop)",
+            "baseline": {"commit": results_commit(args, run),
+                         "resolved": commit_of(base_root)},
+            "candidate": {"commit": run["commit"], "dirty": run["dirty"], "root": str(args.candidate_root)},
+            "variants": {BASE: f"train at commit {results_commit(args, run)}",
+                         NEW: "this checkout's train --no-compile-cache",
+                         FILLS: "this checkout's train with an empty compile cache: compiles and stores",
+                         LOADS: f"this checkout's train with the compile cache a run of seed {CACHE_SEED} "
+                                f"stored: loads the graphs"},
+            "phases": list(PHASES), "targets_at_most": TARGETS, "runs": []}
+        stored = Path(folder) / "stored"  # the later runs' cache: another seed's graphs
+        spawn(args.candidate_root, CACHE_SEED, 1200, 30 * 60, str(stored))
+        results["cache_seed"] = CACHE_SEED
+        for seed in args.seeds:
+            for repeat in range(args.repeats):  # the variants one after the other: the same load
+                with tempfile.TemporaryDirectory(prefix="dqn_solve_time_cache_") as empty:
+                    for variant, root, cached in ((BASE, base_root, None), (NEW, args.candidate_root, OFF),
+                                                  (FILLS, args.candidate_root, empty),
+                                                  (LOADS, args.candidate_root, str(stored))):
+                        figures = spawn(root, seed, args.max_steps, 30 * 60, cached)
+                        results["runs"].append({**figures, "variant": variant, "repeat": repeat})
+                        results["summary"] = summarize(results["runs"])
+                        write_results(results, path)
+                        print(f"seed {seed}, {variant}: held at {figures['solved_at']} env steps, "
+                              f"{figures['wall']:.2f} s", flush=True)
     results["targets"] = targets(results["summary"])
     return finish(results, path, report(results), started)
 

@@ -161,6 +161,22 @@ def test_the_evaluation_parts_run_and_the_dynamics_loop_balances_the_pole():
         assert parts[name]["mean_output"] == 20.0, name
 
 
+def test_a_baseline_checkout_is_laid_out_as_installed_and_removed_afterwards():
+    import subprocess
+
+    from benchmarks.common import ROOT, checkout, commit_of
+
+    with checkout("HEAD") as tree:
+        assert tree != ROOT and commit_of(tree) == commit_of(ROOT)
+        assert (tree / "mindspore_rl_buffer" / "ops" / "rng.py").is_file()
+        assert (tree / "mindspore_rl_buffer" / "configs" / "dqn_nstep.py").is_file()
+    assert not tree.exists()
+    listed = subprocess.run(["git", "worktree", "list"], cwd=ROOT, capture_output=True, text=True).stdout
+    assert str(tree) not in listed
+    with checkout(None) as current:
+        assert current == ROOT
+
+
 def test_the_solve_time_benchmark_sums_its_phases_and_states_the_targets_as_ratios(tmp_path):
     import json
 
