@@ -1,5 +1,6 @@
 """What the DQN app's tests share: the shipped config, a shrunk copy of it for short runs, gymnasium's
-steps from given states, a buffer's contents, and a stand-in for ``Update`` that records its batches."""
+steps from given states, a buffer's contents, the Q-network in numpy, whether the target network
+is the online one, and a stand-in for ``Update`` that records its batches."""
 from __future__ import annotations
 
 import copy
@@ -42,6 +43,23 @@ def gym_reference(states: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, 
         next_states.append(next_state)
         terminals.append(terminated)
     return np.stack(next_states), np.array(terminals, np.float32)
+
+
+def q_values(q_net: nn.Cell, observation: np.ndarray) -> np.ndarray:
+    """The Q-network in numpy (float64): Dense layers with ReLU between them."""
+    parameters = [p.asnumpy().astype(np.float64) for p in q_net.get_parameters()]
+    x = observation.astype(np.float64)
+    for layer in range(0, len(parameters), 2):
+        x = x @ parameters[layer].T + parameters[layer + 1]
+        if layer + 2 < len(parameters):
+            x = np.maximum(x, 0.0)
+    return x
+
+
+def same_networks(agent: Any) -> bool:
+    """Whether the agent's target network holds the online network's weights, bit for bit."""
+    pairs = zip(agent.q_net.get_parameters(), agent.target_net.get_parameters())
+    return all(np.array_equal(online.asnumpy(), target.asnumpy()) for online, target in pairs)
 
 
 def stored(buffer: ReplayBuffer) -> list[np.ndarray]:

@@ -13,7 +13,7 @@ from mindspore_rl_buffer.apps import dqn
 from mindspore_rl_buffer.apps.dqn import cartpole, cli
 from mindspore_rl_buffer.apps.dqn.learner import DQNLoss, LearnStep
 from mindspore_rl_buffer.apps.dqn.networks import QNetwork
-from tests.apps.dqn.helpers import CONFIG, ROOT, gym_reference, small_config, stored
+from tests.apps.dqn.helpers import CONFIG, ROOT, gym_reference, q_values, same_networks, small_config, stored
 
 ATOL = 1e-5  # float32 dynamics against gymnasium's float64 (see test_cartpole.py)
 
@@ -115,14 +115,10 @@ def test_the_loss_and_its_gradient_are_the_huber_loss_of_the_td_error(delta, dou
     terminated = (rng.random((64, 1)) < 0.3).astype(np.float32)
     inputs = [ms.Tensor(x) for x in (state, action, reward, next_state, terminated)]
 
-    def forward(net, x):
-        w0, b0, w1, b1 = (p.asnumpy().astype(np.float64) for p in net.get_parameters())
-        return np.maximum(x @ w0.T + b0, 0) @ w1.T + b1
-
-    q_next, target_next = forward(q_net, next_state), forward(target_net, next_state)
+    q_next, target_next = q_values(q_net, next_state), q_values(target_net, next_state)
     picked = (q_next if double_dqn else target_next).argmax(1)
     target = reward[:, 0] + 0.9 * (1 - terminated[:, 0]) * target_next[np.arange(64), picked]
-    error = forward(q_net, state)[np.arange(64), action[:, 0]] - target
+    error = q_values(q_net, state)[np.arange(64), action[:, 0]] - target
     assert (np.abs(error) < delta).any() and (np.abs(error) > delta).any()
     huber = np.where(np.abs(error) <= delta, 0.5 * error ** 2, delta * (np.abs(error) - 0.5 * delta))
     np.testing.assert_allclose(float(loss_net(*inputs).asnumpy()), huber.mean(), rtol=1e-5)
@@ -142,14 +138,10 @@ def test_learn_graph_syncs_the_target_network_every_period(buffer_kind):
     for _ in range(30):
         agent.collector.collect()
 
-    def same() -> bool:
-        pairs = zip(agent.q_net.get_parameters(), agent.target_net.get_parameters())
-        return all(np.array_equal(online.asnumpy(), target.asnumpy()) for online, target in pairs)
-
-    assert same()  # built as a copy
+    assert same_networks(agent)  # built as a copy
     for step in range(1, 11):
         agent.learn()
-        assert same() == (step % 5 == 0), step
+        assert same_networks(agent) == (step % 5 == 0), step
 
 
 @pytest.mark.parametrize("buffer_kind", ["device", "numpy"])

@@ -12,7 +12,7 @@ import pytest
 from mindspore_rl_buffer.apps import dqn
 from mindspore_rl_buffer.apps.dqn import cartpole
 from mindspore_rl_buffer.apps.dqn.loops import FusedLoop, HostLoop
-from tests.apps.dqn.helpers import ROOT, gym_reference, small_config, stored
+from tests.apps.dqn.helpers import ROOT, gym_reference, same_networks, small_config, stored
 
 ATOL = 1e-5  # float32 dynamics against gymnasium's float64 (see test_cartpole.py)
 
@@ -20,11 +20,6 @@ ATOL = 1e-5  # float32 dynamics against gymnasium's float64 (see test_cartpole.p
 @pytest.fixture(autouse=True)
 def graph_context():
     ms.set_context(mode=ms.GRAPH_MODE)
-
-
-def same_networks(agent) -> bool:
-    pairs = zip(agent.q_net.get_parameters(), agent.target_net.get_parameters())
-    return all(np.array_equal(online.asnumpy(), target.asnumpy()) for online, target in pairs)
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ from mindspore_rl_buffer.apps.dqn import build_agent, check_config, cli, train
 from mindspore_rl_buffer.apps.dqn.cartpole import RESET_BOUND
 from mindspore_rl_buffer.apps.dqn.learner import LearnStep
 from mindspore_rl_buffer.apps.dqn.loops import FusedLoop
-from tests.apps.dqn.helpers import ROOT, RecordingUpdate, gym_reference
+from tests.apps.dqn.helpers import ROOT, RecordingUpdate, gym_reference, q_values, same_networks
 
 NSTEP_CONFIG = ROOT / "configs" / "dqn_nstep.py"
 NUM_ENVS = 4
@@ -218,8 +218,7 @@ def test_the_fused_loop_runs_one_learn_call_per_collect_step_and_syncs_on_the_pe
     for iterations, learned, synced in [(1, 2, False), (1, 4, True), (2, 8, True), (1, 10, False)]:
         assert np.isfinite(loop.run(iterations, learn=True))
         assert int(agent.update.learn_steps.asnumpy()) == learned
-        pairs = zip(agent.q_net.get_parameters(), agent.target_net.get_parameters())
-        assert all(np.array_equal(a.asnumpy(), b.asnumpy()) for a, b in pairs) == synced, learned
+        assert same_networks(agent) == synced, learned
     assert len(agent.train_loop.compile_cache) == 1
 
 
@@ -233,17 +232,6 @@ def test_both_loops_train_the_same_agent_on_three_step_returns():
     assert fused.episode_history == host.episode_history and fused.eval_history == host.eval_history
     np.testing.assert_allclose([loss for _, loss in fused.loss_history], [loss for _, loss in host.loss_history],
                                rtol=1e-5)
-
-
-def _forward(q_net, observation: np.ndarray) -> np.ndarray:
-    """The Q-network in numpy: Dense layers with ReLU between them."""
-    parameters = [p.asnumpy().astype(np.float64) for p in q_net.get_parameters()]
-    x = observation.astype(np.float64)
-    for layer in range(0, len(parameters), 2):
-        x = x @ parameters[layer].T + parameters[layer + 1]
-        if layer + 2 < len(parameters):
-            x = np.maximum(x, 0.0)
-    return x
 
 
 @pytest.mark.parametrize("loop", ["fused", "host"])
@@ -265,10 +253,10 @@ def test_a_short_run_learns_with_the_sampled_discount_as_the_target_says(loop):
         agent.learn()  # the online network moves away from the target network (one learn step a call)
     observation, action, reward, next_observation, discount = (x.asnumpy() for x in agent.buffer.sample(256))
     assert (discount == 0).any() and (discount > 0.9).any()
-    q_next, target_next = _forward(agent.q_net, next_observation), _forward(agent.target_net, next_observation)
+    q_next, target_next = q_values(agent.q_net, next_observation), q_values(agent.target_net, next_observation)
     assert not np.allclose(q_next, target_next)
     bootstrap = target_next[np.arange(256), q_next.argmax(1)]  # Double DQN: the online network picks
-    q_taken = _forward(agent.q_net, observation)[np.arange(256), action]
+    q_taken = q_values(agent.q_net, observation)[np.arange(256), action]
 
     def huber(target: np.ndarray) -> float:
         error = np.abs(q_taken - target)
