@@ -15,7 +15,7 @@ import mindspore as ms
 from mindspore import Parameter, Tensor, nn, ops
 
 from mindspore_rl_buffer.apps.dqn import draws
-from mindspore_rl_buffer.apps.dqn.learner import TargetSync
+from mindspore_rl_buffer.apps.dqn.learner import TargetSync, huber_loss
 
 
 def is_prioritized(buffer: object) -> bool:
@@ -46,10 +46,8 @@ class WeightedLoss(nn.Cell):
 
     def construct(self, observation, action, target, weights):
         q_taken = ops.gather_elements(self.q_net(observation), 1, action.expand_dims(1)).squeeze(1)
-        error = ops.abs(q_taken - target)
-        quadratic = ops.minimum(error, self.huber_delta)
-        huber = 0.5 * quadratic * quadratic + self.huber_delta * (error - quadratic)
-        return (weights * huber).mean(), ops.stop_gradient(error)
+        huber = huber_loss(q_taken, target, self.huber_delta, "none")
+        return (weights * huber).mean(), ops.stop_gradient(ops.abs(q_taken - target))
 
 
 class DoubleTarget(nn.Cell):

@@ -17,9 +17,10 @@ The learn steps of one iteration are one :class:`~.learner.LearnStep` call per s
 call of all the steps for a ``TransitionReplayBuffer`` (one sample, 1.16x the environment
 steps/s of one call per step with ``configs/dqn_nstep.py``), one call per step for the other
 buffers. One call runs under a graph ``if``; several in an inner ``while`` loop over a graph
-input. On this project's CPU an inner ``while`` costs about 70 us per iteration of the outer
-loop, an ``if`` about 30 us, and Python ``for`` unrolling of the steps (one copy of the learn
-graph per step) made each step slower (0.95x with ``configs/dqn.py``).
+input. On a CPU an inner ``while`` costs a few times what an ``if`` costs per iteration of the
+outer loop (``python -m benchmarks.dqn_iteration`` measures both), and Python ``for``
+unrolling of the steps (one copy of the learn graph per step) made each step slower (0.95x
+with ``configs/dqn.py``).
 """
 from __future__ import annotations
 
@@ -41,9 +42,9 @@ class TrainLoop(nn.Cell):
         collect (CollectStep): One step of every environment, inserted into the buffer.
         learn (LearnStep): One sample and its updates, inside the graph.
         single_call (bool): ``learn_calls`` is only ever 0 or 1 (the agent's ``learn_calls``
-            with a ``TransitionReplayBuffer``): a graph ``if`` runs the call instead of a
-            ``while`` loop, about 40 us less per iteration on this project's CPU; any
-            ``learn_calls`` above 0 then runs one call. Default: ``False``.
+            with a ``TransitionReplayBuffer``): a graph ``if`` runs the call instead of the
+            costlier ``while`` loop; any ``learn_calls`` above 0 then runs one call.
+            Default: ``False``.
 
     Inputs:
         - **iterations** (Tensor) - int32 scalar: collect steps to run.

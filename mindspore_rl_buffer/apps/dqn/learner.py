@@ -14,6 +14,34 @@ from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
 from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, TransitionReplayBuffer
 
 
+def huber_loss(prediction, target, delta: float, reduction: str = "mean"):
+    """The Huber loss of ``prediction - target``, quadratic within ``delta`` and linear beyond.
+
+    Huber with delta d is d times SmoothL1 with beta d: one ``SmoothL1Loss`` kernel forward and
+    one backward, where ``abs``, ``minimum`` and the arithmetic written out took about 20 (a CPU
+    launches each kernel at a cost, docs/platforms.md).
+
+    Args:
+        prediction (Tensor): float32.
+        target (Tensor): float32, of the shape of ``prediction``.
+        delta (float): Where the loss turns linear, > 0.
+        reduction (str): ``'mean'``, ``'sum'`` or ``'none'`` (per element). Default: ``'mean'``.
+
+    Supported Platforms:
+        ``GPU`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from mindspore_rl_buffer.apps.dqn.learner import huber_loss
+        >>> errors, zeros = ms.Tensor(np.array([0.5, 3.0], np.float32)), ms.Tensor(np.zeros(2, np.float32))
+        >>> huber_loss(errors, zeros, 2.0, "none").asnumpy().tolist()  # 0.5 e**2 within 2; 2 (|e| - 1) beyond
+        [0.125, 4.0]
+    """
+    loss = ops.smooth_l1_loss(prediction, target, delta, reduction)
+    return loss if delta == 1.0 else delta * loss
+
+
 class DQNLoss(nn.Cell):
     """Mean Huber loss between ``Q(s, a)`` and the (Double) DQN target.
 
@@ -63,10 +91,7 @@ class DQNLoss(nn.Cell):
         next_value = ops.gather_elements(next_target, 1, next_action)
         discount = terminated if self.discounted else self.gamma * (1.0 - terminated)
         target = ops.stop_gradient(reward + discount * next_value)
-        # Huber with delta d is d * SmoothL1 with beta d: one kernel forward and one backward, where
-        # abs, minimum and the arithmetic took about 20 (0.05 ms of a 0.5 ms update on this CPU).
-        loss = ops.smooth_l1_loss(q_taken, target, self.huber_delta, "mean")
-        return loss if self.huber_delta == 1.0 else self.huber_delta * loss
+        return huber_loss(q_taken, target, self.huber_delta)
 
 
 class TargetSync(nn.Cell):
