@@ -157,6 +157,12 @@ def child(passes: int, repeats: int, runtime: bool) -> dict[str, Any]:
     from mindspore import Tensor
 
     ms.set_context(mode=ms.GRAPH_MODE)
+    try:  # the runtime threads `train` sets, in a tree that sets them
+        from mindspore_rl_buffer.apps.dqn.runtime import pipeline_cpu_runtime
+    except ImportError:
+        pass
+    else:
+        pipeline_cpu_runtime()
     from mindspore_rl_buffer.configs.dqn_nstep import algorithm_config as config
 
     import mindspore_rl_buffer

@@ -380,7 +380,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         import mindspore as ms
 
+        from mindspore_rl_buffer.apps.dqn.runtime import pipeline_cpu_runtime
+
         ms.set_context(mode=ms.GRAPH_MODE)
+        pipeline_cpu_runtime()
         return _train(args) if args.command == "train" else _evaluate(args)
     except KeyboardInterrupt:  # before MindSpore takes over SIGINT (it does once a graph compiles)
         return 130
