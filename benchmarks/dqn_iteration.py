@@ -4,12 +4,13 @@ One iteration of the main job's fused loop (``configs/dqn_nstep.py``) is a colle
 CartPoles (the epsilon-greedy policy, the environments, the insert) and a learn step (one
 ``sample(256)`` and two updates of 128). This script times the iteration and its parts, each
 in a compiled ``while`` loop of its own, and counts the kernels each launches per pass with
-MindSpore's profiler; it does so in fresh processes for the baseline commit (``--baseline``,
-checked out by ``git worktree``) and for this checkout, alternating, ``--rounds`` times, and
-reports each part's milliseconds per pass and kernels per pass, and the checkout's time over
-the baseline's round by round. It also times what MindSpore's CPU runtime costs for control
-flow and for each kernel, on loops of small ``add`` kernels: these set the floor of an
-iteration.
+MindSpore's profiler; it does so in fresh processes, alternating, ``--rounds`` times, for three
+trees (:data:`TREES`): the baseline commit (``--baseline``, checked out by ``git worktree``), this
+checkout with MindSpore's default runtime threads, and this checkout with the threads ``train``
+sets. It reports each part's milliseconds and kernels per pass, and the checkout's time over the
+other two round by round. It also times what MindSpore's CPU runtime costs for control flow and
+for each kernel, on loops of small ``add`` kernels, with either thread setting: these set the
+floor of an iteration.
 
 ``--smoke`` runs one round of few passes against this checkout itself (no claims) and records
 nothing without ``--out``. The figures, with the run's provenance, go to
@@ -29,7 +30,10 @@ from typing import Any
 
 MARK = "DQN_ITERATION "
 BASELINE = "812a0ff"
-BASE, NEW = "baseline", "candidate"
+BASE, DEFAULT, NEW = "baseline", "candidate, default threads", "candidate"
+TREES = {BASE: "the baseline commit, MindSpore's default runtime threads",
+         DEFAULT: "this checkout with MindSpore's default runtime threads (one actor thread below 12 cores)",
+         NEW: "this checkout as `train` runs it (`runtime.pipeline_cpu_runtime`: two actor threads below 12 cores)"}
 PARTS = {
     "iteration": "a collect step and its learn step: one pass of the training loop",
     "collect": "the training loop with no learn step: policy, CartPoles, insert",
@@ -151,17 +155,16 @@ def count_kernels(call: Any, passes: int) -> tuple[float, float]:
     return launched / passes, sum(float(row["op_total_time(ms)"]) for row in rows) / passes
 
 
-def child(passes: int, repeats: int, runtime: bool) -> dict[str, Any]:
-    """This process's tree: every part's milliseconds and kernels per pass, and the runtime's costs."""
+def child(passes: int, repeats: int, runtime: bool, threads: bool) -> dict[str, Any]:
+    """This process's tree: every part's milliseconds and kernels per pass, and the runtime's costs; with
+    ``threads``, the runtime threads ``train`` sets (the tree must set them)."""
     import mindspore as ms
     from mindspore import Tensor
 
     ms.set_context(mode=ms.GRAPH_MODE)
-    try:  # the runtime threads `train` sets, in a tree that sets them
+    if threads:
         from mindspore_rl_buffer.apps.dqn.runtime import pipeline_cpu_runtime
-    except ImportError:
-        pass
-    else:
+
         pipeline_cpu_runtime()
     from mindspore_rl_buffer.configs.dqn_nstep import algorithm_config as config
 
@@ -191,12 +194,13 @@ def child(passes: int, repeats: int, runtime: bool) -> dict[str, Any]:
     return figures
 
 
-def spawn(root: Path, passes: int, repeats: int, runtime: bool) -> dict[str, Any]:
+def spawn(root: Path, passes: int, repeats: int, runtime: bool, threads: bool) -> dict[str, Any]:
     """:func:`child` in a fresh process importing the tree ``root``."""
     from benchmarks.common import run_in_tree
 
     return run_in_tree(Path(__file__).resolve(), root,
-                       ["--passes", str(passes), "--repeats", str(repeats), *(["--runtime"] if runtime else [])],
+                       ["--passes", str(passes), "--repeats", str(repeats), *(["--runtime"] if runtime else []),
+                        *(["--threads"] if threads else [])],
                        MARK, 30 * 60, {"MSRB_COMPILE_CACHE": "off"})
 
 
@@ -204,16 +208,19 @@ def spawn(root: Path, passes: int, repeats: int, runtime: bool) -> dict[str, Any
 
 def summarize(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
     """Per part: each tree's medians over the rounds of its milliseconds, kernels and kernels' own milliseconds
-    per pass, and the median of the rounds' candidate-over-baseline time ratios; the runtime's costs, medians."""
+    per pass, and the medians of the rounds' time ratios of the candidate over the baseline (``ratio``) and over
+    the candidate with the default threads (``threads_ratio``); the runtime's costs per thread setting, medians."""
     parts = {}
     for part in PARTS:
         entry: dict[str, Any] = {}
-        for tree in (BASE, NEW):
+        for tree in TREES:
             entry[tree] = {key: statistics.median(r[tree][key][part] for r in rounds)
                            for key in ("ms", "kernels", "kernel_ms")}
         entry["ratio"] = statistics.median(r[NEW]["ms"][part] / r[BASE]["ms"][part] for r in rounds)
+        entry["threads_ratio"] = statistics.median(r[NEW]["ms"][part] / r[DEFAULT]["ms"][part] for r in rounds)
         parts[part] = entry
-    runtime = {name: statistics.median(r[NEW]["runtime_us"][name] for r in rounds) for name in RUNTIME}
+    runtime = {tree: {name: statistics.median(r[tree]["runtime_us"][name] for r in rounds) for name in RUNTIME}
+               for tree in (DEFAULT, NEW)}
     return {"parts": parts, "runtime_us": runtime}
 
 
@@ -233,10 +240,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser.add_argument("--smoke", action="store_true", help="one round of few passes, this checkout as the baseline")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--runtime", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--threads", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:  # the tree on PYTHONPATH, not this folder's modules
         sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-        print(MARK + json.dumps(child(args.passes, args.repeats, args.runtime)), flush=True)
+        print(MARK + json.dumps(child(args.passes, args.repeats, args.runtime, args.threads)), flush=True)
         return None
     root = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(root))
@@ -250,14 +258,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     rounds = []
     with checkout(None if args.smoke else args.baseline, root) as base_root:
         for number in range(args.rounds):
-            rounds.append({BASE: spawn(base_root, args.passes, args.repeats, False),
-                           NEW: spawn(root, args.passes, args.repeats, True)})
+            rounds.append({BASE: spawn(base_root, args.passes, args.repeats, False, False),
+                           DEFAULT: spawn(root, args.passes, args.repeats, True, False),
+                           NEW: spawn(root, args.passes, args.repeats, True, True)})
             print(f"round {number + 1} of {args.rounds}: {time.perf_counter() - started:.0f} s", flush=True)
         resolved = commit_of(base_root)
     results = {"run": run, "config": "configs/dqn_nstep.py",
                "baseline": {"commit": "this checkout (smoke run)" if args.smoke else args.baseline,
                             "resolved": resolved},
-               "passes": args.passes, "repeats": args.repeats, "parts_described": PARTS, "runtime_described": RUNTIME,
+               "passes": args.passes, "repeats": args.repeats, "trees": TREES, "parts_described": PARTS,
+               "runtime_described": RUNTIME,
                "rounds": rounds}
     results["summary"] = summarize(rounds)
     return finish(results, path, report(results), started)

@@ -233,20 +233,24 @@ def section_dqn_solve_time(data: Figures, plots: dict[str, bytes]) -> list[str]:
 
 
 def section_dqn_iteration(data: Figures, plots: dict[str, bytes]) -> list[str]:
-    """Per part: each tree's milliseconds, kernels and kernel time per pass, and the time ratio; the runtime's costs."""
-    base, new = "baseline", "candidate"
+    """Per part: each tree's milliseconds, kernels and kernel time per pass, and the time ratios; the runtime's
+    costs with either thread setting."""
+    trees = list(data["trees"])
+    base, default, new = trees
     rows = [[part, data["parts_described"][part],
              *(f"{p[tree]['ms']:.3f} ms, {p[tree]['kernels']:.0f} kernels ({p[tree]['kernel_ms']:.2f} ms)"
-               for tree in (base, new)), f"{p['ratio']:.3f}"]
+               for tree in trees), f"{p['ratio']:.3f}", f"{p['threads_ratio']:.3f}"]
             for part, p in data["summary"]["parts"].items()]
     runtime = data["summary"]["runtime_us"]
-    return [f"Baseline: commit {data['baseline']['commit']}; candidate: the recorded run's commit. Each cell: "
-            "milliseconds per pass, kernels launched per pass, and in brackets the kernels' own run time per pass "
-            "as MindSpore's profiler records it (medians over the rounds). The loop around a part adds a few kernels a "
-            "pass (its counter and its sum).",
-            table(rows, ["part", "what a pass runs", base, new, "candidate over baseline"]),
-            table([[data["runtime_described"][name], f"{value:.1f}"] for name, value in runtime.items()],
-                  ["MindSpore 2.10's CPU runtime", "microseconds"])]
+    described = "; ".join(f"*{tree}*: {what}" for tree, what in data["trees"].items())
+    return [f"Trees: {described}. The baseline commit is {data['baseline']['commit']}, this checkout the recorded "
+            "run's commit. Each cell: milliseconds per pass, kernels launched per pass, and in brackets the kernels' "
+            "own run time per pass as MindSpore's profiler records it (medians over the rounds). The loop around a "
+            "part adds a few kernels a pass (its counter and its sum).",
+            table(rows, ["part", "what a pass runs", *trees, f"{new} over {base}", f"{new} over {default}"]),
+            table([[data["runtime_described"][name], *(f"{runtime[tree][name]:.1f}" for tree in (default, new))]
+                   for name in data["runtime_described"]],
+                  ["MindSpore 2.10's CPU runtime, microseconds", "default threads", "the threads `train` sets"])]
 
 
 def section_dqn_nstep(data: Figures, plots: dict[str, bytes]) -> list[str]:

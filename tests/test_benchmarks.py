@@ -211,15 +211,19 @@ def test_the_solve_time_benchmark_sums_its_phases_and_states_the_targets_as_rati
 
 @pytest.mark.slow
 def test_the_iteration_benchmark_counts_each_part_s_kernels_and_the_parts_add_up(tmp_path):
-    from benchmarks.dqn_iteration import PARTS, RUNTIME, main
+    from benchmarks.dqn_iteration import DEFAULT, NEW, PARTS, RUNTIME, TREES, main
     from benchmarks.report import page_block_lines
 
     results = main(["--smoke", "--out", str(tmp_path)])
     written = json.loads((tmp_path / "dqn_iteration.json").read_text())
     assert written["run"]["commit"] == results["run"]["commit"] and len(written["rounds"]) == 1
     parts = written["summary"]["parts"]
-    assert set(parts) == set(PARTS) and set(written["summary"]["runtime_us"]) == set(RUNTIME)
-    for tree in ("baseline", "candidate"):  # a smoke run measures this checkout twice
+    runtime = written["summary"]["runtime_us"]
+    assert set(parts) == set(PARTS) and set(runtime) == {DEFAULT, NEW}
+    assert all(set(runtime[tree]) == set(RUNTIME) and runtime[tree]["kernel_us"] > 0 for tree in runtime)
+    for part in PARTS:  # the thread setting changes no graph
+        assert parts[part][DEFAULT]["kernels"] == parts[part][NEW]["kernels"], part
+    for tree in TREES:  # a smoke run's baseline is this checkout
         kernels = {part: parts[part][tree]["kernels"] for part in PARTS}
         assert all(parts[part][tree]["ms"] > 0 and parts[part][tree]["kernel_ms"] > 0 for part in PARTS)
         # The training loop's pass is its collect pass and one learn call, give or take the loops' counters.

@@ -42,6 +42,7 @@ module             what
 ``extras``         the ``dqn`` extra (matplotlib, tqdm): checks and the error when one is missing
 ``cli``            the ``mindspore-rl-buffer`` command line
 ``compile_cache``  ``--compile-cache``: MindSpore's compile cache, one folder per run setting
+``runtime``        the CPU runtime's threads: two actor threads where MindSpore's default gives one
 =================  ==========================================================================
 """
 from mindspore_rl_buffer.apps.dqn.config import check_config

@@ -253,6 +253,9 @@ def _train(args: argparse.Namespace) -> int:
 
     if is_atari_file(config_path):  # an Atari config (its environment names a game): the Atari trainer
         return train_atari(config_path, args)
+    from mindspore_rl_buffer.apps.dqn.runtime import pipeline_cpu_runtime
+
+    pipeline_cpu_runtime()  # before the first graph: the CartPole job's small kernels launch in a pipeline
     if args.env == "gymnasium":
         try:
             import gymnasium  # noqa: F401
@@ -345,6 +348,9 @@ def _note_rounding(config: dict, max_steps: int | None) -> None:
 def _evaluate(args: argparse.Namespace) -> int:
     from mindspore_rl_buffer.apps.dqn import play
     from mindspore_rl_buffer.apps.dqn.extras import MissingExtraError
+    from mindspore_rl_buffer.apps.dqn.runtime import pipeline_cpu_runtime
+
+    pipeline_cpu_runtime()
 
     problem = _read_problem("--checkpoint", args.checkpoint, Path(args.checkpoint),
                             " (train writes runs/dqn/dqn_cartpole.ckpt)")
@@ -380,10 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         import mindspore as ms
 
-        from mindspore_rl_buffer.apps.dqn.runtime import pipeline_cpu_runtime
-
         ms.set_context(mode=ms.GRAPH_MODE)
-        pipeline_cpu_runtime()
         return _train(args) if args.command == "train" else _evaluate(args)
     except KeyboardInterrupt:  # before MindSpore takes over SIGINT (it does once a graph compiles)
         return 130

@@ -112,3 +112,37 @@ def test_the_pipelined_runtime_trains_what_the_default_one_does(tmp_path):
         assert default.shape == pipelined.shape, name
         apart = default != pipelined
         assert (np.abs(default[apart]) < tiny).all() and (np.abs(pipelined[apart]) < tiny).all(), name
+
+
+class BuiltError(Exception):
+    """Raised in place of training or playing."""
+
+
+@pytest.mark.parametrize(("argv", "pipelined"), [
+    (["train"], True),
+    (["train", "--config", "configs/dqn.py", "--loop", "host"], True),
+    (["train", "--config", "configs/dqn_atari.py"], False),  # large convolutions: MindSpore's default pool
+    (["evaluate", "--checkpoint", "model.ckpt"], True),
+])
+def test_the_command_sets_the_threads_before_it_builds_anything_for_cartpole_only(tmp_path, monkeypatch, argv,
+                                                                                pipelined):
+    from mindspore_rl_buffer.apps.atari import trainer as atari_trainer
+    from mindspore_rl_buffer.apps.dqn import cli, play, trainer
+
+    order = []
+
+    def record(name):
+        def call(*args, **kwargs):
+            order.append(name)
+            if name != "threads":
+                raise BuiltError
+        return call
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.ckpt").write_bytes(b"")
+    monkeypatch.setattr(runtime, "pipeline_cpu_runtime", record("threads"))
+    for module, name in ((trainer, "train"), (atari_trainer, "train"), (play, "evaluate_checkpoint")):
+        monkeypatch.setattr(module, name, record("built"))
+    with pytest.raises(BuiltError):
+        cli.main([*argv, "--out", str(tmp_path / "run")] if argv[0] == "train" else argv)
+    assert order == (["threads", "built"] if pipelined else ["built"])
