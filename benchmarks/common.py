@@ -149,9 +149,9 @@ def time_ratios(runs: list[dict[str, Any]], baseline: str) -> dict[str, dict[str
     return ratios
 
 
-def _git(*args: str, cwd: Path = ROOT) -> str | None:
+def _git(*args: str, cwd: Path | None = None) -> str | None:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30)
+        done = subprocess.run(["git", *args], cwd=cwd or ROOT, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
@@ -199,8 +199,9 @@ def provenance(argv: list[str] | None = None) -> dict[str, Any]:
     """Where and how a run was measured; call it when the run starts (the load average is the start's).
 
     ``commit`` is the short hash of ``HEAD`` (``"unknown"`` outside a git checkout) and ``dirty``
-    whether the work tree had changes; ``command`` is the command line (``argv`` if given, else
-    ``sys.argv``), naming the calling benchmark's module.
+    whether the work tree had changes outside ``benchmarks/results`` (a recorded run is not code:
+    benchmarks run one after another record theirs at the same commit); ``command`` is the
+    command line (``argv`` if given, else ``sys.argv``), naming the calling benchmark's module.
     """
     import numpy
 
@@ -210,7 +211,8 @@ def provenance(argv: list[str] | None = None) -> dict[str, Any]:
     except ImportError:
         mindspore_version = None
     commit = _git("rev-parse", "--short", "HEAD")
-    status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", f":!{RESULTS.relative_to(ROOT)}") \
+        if commit else None
     args = sys.argv[1:] if argv is None else list(argv)
     caller = sys._getframe(1).f_globals  # the benchmark's module, run with -m, run as a file or imported
     spec, program = caller.get("__spec__"), sys.argv[0]

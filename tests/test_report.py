@@ -101,6 +101,24 @@ def test_every_recorded_result_has_its_run_provenance():
             assert run["recorded_before_provenance"] is True, path.name
 
 
+def test_a_tree_is_dirty_for_changed_code_not_for_recorded_results(tmp_path, monkeypatch):
+    from benchmarks import common
+
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    code, recorded = tmp_path / "benchmarks" / "bench.py", tmp_path / "benchmarks" / "results" / "bench.json"
+    code.write_text("x = 1\n")
+    recorded.write_text("{}\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"]):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    monkeypatch.setattr(common, "ROOT", tmp_path)
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "benchmarks" / "results")
+    assert provenance([])["dirty"] is False
+    recorded.write_text('{"figure": 1}\n')  # an earlier benchmark of the same commit recorded its run
+    assert provenance([])["dirty"] is False
+    code.write_text("x = 2\n")
+    assert provenance([])["dirty"] is True
+
+
 def test_provenance_names_the_commit_the_versions_the_cpu_and_the_command(tmp_path):
     run = provenance(["--smoke"])
     assert set(run) == set(PROVENANCE_KEYS)
