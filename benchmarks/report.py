@@ -247,7 +247,7 @@ def section_dqn_iteration(data: Figures, plots: dict[str, bytes]) -> list[str]:
             "run's commit. Each cell: milliseconds per pass, kernels launched per pass, and in brackets the kernels' "
             "own run time per pass as MindSpore's profiler records it (medians over the rounds). The loop around a "
             "part adds a few kernels a pass (its counter and its sum).",
-            table(rows, ["part", "what a pass runs", *trees, f"{new} over {base}", f"{new} over {default}"]),
+            table(rows, ["part", "what a pass runs", *trees, f"{new} over {base}", f"{new} over default threads"]),
             table([[data["runtime_described"][name], *(f"{runtime[tree][name]:.1f}" for tree in (default, new))]
                    for name in data["runtime_described"]],
                   ["MindSpore 2.10's CPU runtime, microseconds", "default threads", "the threads `train` sets"])]
