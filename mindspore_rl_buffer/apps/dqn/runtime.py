@@ -23,7 +23,7 @@ def default_actor_threads(cores: int) -> int:
 
 
 def pipeline_cpu_runtime(cores: int | None = None) -> tuple[int, int | None] | None:
-    """Give MindSpore's CPU runtime :data:`DISPATCH_THREADS` actor threads where its default gives one.
+    """Give MindSpore's CPU runtime two actor threads (``DISPATCH_THREADS``) where its default gives one.
 
     Call it before the process's first graph runs: MindSpore reads the setting when its runtime
     starts. The pool keeps the size MindSpore's default gives it where the cores allow, with
