@@ -253,9 +253,6 @@ def _train(args: argparse.Namespace) -> int:
 
     if is_atari_file(config_path):  # an Atari config (its environment names a game): the Atari trainer
         return train_atari(config_path, args)
-    from mindspore_rl_buffer.apps.dqn.runtime import pipeline_cpu_runtime
-
-    pipeline_cpu_runtime()  # before the first graph: the CartPole job's small kernels launch in a pipeline
     if args.env == "gymnasium":
         try:
             import gymnasium  # noqa: F401
@@ -275,6 +272,10 @@ def _train(args: argparse.Namespace) -> int:
     from mindspore_rl_buffer.apps.dqn.compile_cache import default_root, use_compile_cache
 
     parallel = issubclass(entry.buffer_type, ShardedReplayBuffer)  # each rank seeds its environments apart
+    if not parallel:  # ranks share the cores: one more thread each would compete
+        from mindspore_rl_buffer.apps.dqn.runtime import pipeline_cpu_runtime
+
+        pipeline_cpu_runtime()  # before the first graph: the small kernels launch in the runtime's pipeline
     if args.compile_cache is not None and parallel:
         print("error: --compile-cache is for single-process runs; the ranks of a ShardedReplayBuffer run "
               "compile graphs of their own", file=sys.stderr)

@@ -122,10 +122,11 @@ class BuiltError(Exception):
     (["train"], True),
     (["train", "--config", "configs/dqn.py", "--loop", "host"], True),
     (["train", "--config", "configs/dqn_atari.py"], False),  # large convolutions: MindSpore's default pool
+    (["train", "--config", "configs/dqn_data_parallel.py"], False),  # ranks share the cores
     (["evaluate", "--checkpoint", "model.ckpt"], True),
 ])
-def test_the_command_sets_the_threads_before_it_builds_anything_for_cartpole_only(tmp_path, monkeypatch, argv,
-                                                                                pipelined):
+def test_the_command_sets_the_threads_before_it_builds_anything_for_one_cartpole_process(
+        tmp_path, monkeypatch, argv, pipelined):
     from mindspore_rl_buffer.apps.atari import trainer as atari_trainer
     from mindspore_rl_buffer.apps.dqn import cli, play, trainer
 
