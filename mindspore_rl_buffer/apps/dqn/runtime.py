@@ -18,7 +18,13 @@ DISPATCH_THREADS = 2
 
 
 def default_actor_threads(cores: int) -> int:
-    """The actor threads MindSpore 2.10 gives its CPU runtime by default on ``cores`` cores."""
+    """The actor threads MindSpore 2.10 gives its CPU runtime by default on ``cores`` cores.
+
+    Examples:
+        >>> from mindspore_rl_buffer.apps.dqn.runtime import default_actor_threads
+        >>> [default_actor_threads(cores) for cores in (2, 8, 11, 12, 64)]
+        [1, 1, 1, 2, 5]
+    """
     return max(math.floor(min(30, cores) * 0.18), 1)
 
 
@@ -38,11 +44,6 @@ def pipeline_cpu_runtime(cores: int | None = None) -> tuple[int, int | None] | N
     Returns:
         ``(actor threads, kernel threads)`` as set (kernel threads ``None`` when the process had
         set them), or ``None`` when nothing was set.
-
-    Examples:
-        >>> from mindspore_rl_buffer.apps.dqn.runtime import default_actor_threads
-        >>> [default_actor_threads(cores) for cores in (2, 8, 11, 12, 64)]
-        [1, 1, 1, 2, 5]
     """
     if ms.get_context("device_target") != "CPU":
         return None
