@@ -236,6 +236,33 @@ def test_the_iteration_benchmark_counts_each_part_s_kernels_and_the_parts_add_up
 
 
 @pytest.mark.slow
+def test_the_compile_benchmark_times_every_part_in_its_own_process_and_splits_the_training_graph(tmp_path):
+    from benchmarks.dqn_compile import ACTION_GROUPS, OPTIONS, PARTS, main
+    from benchmarks.report import page_block_lines
+
+    results = main(["--smoke", "--out", str(tmp_path)])
+    written = json.loads((tmp_path / "dqn_compile.json").read_text())
+    assert written["run"]["commit"] == results["run"]["commit"] and len(written["rounds"]) == 1
+    summary = written["summary"]
+    assert set(summary["parts"]) == set(PARTS) and set(summary["options"]) == set(OPTIONS) - {"default"}
+    packages = set()
+    for tree in ("baseline", "candidate"):  # a smoke run's baseline is this checkout
+        compiled = {part: figures["compile_s"] for part, figures in written["rounds"][0]["parts"][tree].items()}
+        packages |= {figures["package"] for figures in written["rounds"][0]["parts"][tree].values()}
+        # Every part costs more than the empty loop, and a graph holding others costs more than each of them.
+        assert all(compiled[part] > compiled["empty"] for part in PARTS if part != "empty"), compiled
+        assert compiled["collect"] > compiled["act"] and compiled["learn"] > compiled["sample"], compiled
+        assert compiled["train_loop"] > max(compiled["collect"], compiled["learn"]), compiled
+        phases = summary["phases"][tree]
+        assert set(phases) == {*ACTION_GROUPS, "other actions", "outside the actions", "compile_s"}
+        # Type inference is logged, and the actions account for the compile they sit in.
+        assert 0 < phases["type_inference"] < phases["compile_s"] and phases["outside the actions"] >= 0, phases
+    assert len(packages) == 1
+    assert page_block_lines({"dqn_compile": written}, "dqn_compile")[0].startswith(
+        "Recorded by `python -m benchmarks.dqn_compile`")
+
+
+@pytest.mark.slow
 def test_the_rng_benchmark_times_the_kernel_and_the_generator_alike_and_records_its_run(tmp_path):
     from benchmarks.rng_cost import main
 

@@ -1,0 +1,313 @@
+"""What the main job's first launch compiles, and where the time goes: ``python -m benchmarks.dqn_compile``.
+
+The first launch of ``mindspore-rl-buffer train`` (``configs/dqn_nstep.py``, fused loop, no
+compile cache) compiles the training graph, :class:`~mindspore_rl_buffer.apps.dqn.fused.TrainLoop`.
+This script compiles that graph and each of its parts alone, every one in a fresh process
+(MindSpore keeps parsed Python functions for the process's later compiles), for two trees: the
+baseline commit (``--baseline``, checked out by ``git worktree``) and this checkout, alternating,
+``--rounds`` times, each tree's processes set up as its ``train`` sets up its own before the first
+compile. A part's compile time is its first call less its second (the run). The parts
+(:data:`PARTS`) sit in a graph ``while`` loop of their own, as they do in the training loop, so
+``collect - act`` is the buffer's insert and ``learn - sample`` the two updates with their
+branch. For the training graph it also splits the compile into MindSpore's pipeline actions (from
+the ``PIPELINE`` module's log, at INFO level in processes of their own) and compiles it under the
+MindSpore options that might shorten a compile (:data:`OPTIONS`).
+
+``--smoke`` runs one round against this checkout itself (no claims) and records nothing without
+``--out``. The figures, with the run's provenance, go to ``DIR/dqn_compile.json`` (``--out DIR``,
+default ``benchmarks/results``).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+MARK = "DQN_COMPILE "
+BASELINE = "812a0ff"
+BASE, NEW = "baseline", "candidate"
+PARTS = {
+    "empty": "a graph while loop adding a constant: the fixed cost of a compile",
+    "act": "the epsilon-greedy policy, one step of 8 CartPoles, the episode returns",
+    "collect": "act and the buffer's insert of the step (collect.CollectStep)",
+    "sample": "sample(256) of the n-step buffer",
+    "update": "one update of 128 given transitions: loss, gradients, Adam, target-sync branch",
+    "learn": "the learn step: sample(256) and two updates under one call (learner.LearnStep)",
+    "train_loop": "the training graph of the first launch (fused.TrainLoop): collect, then learn under a graph if",
+    "evaluation": "the evaluation graph of the first evaluation (evaluation.EvalLoop)",
+}
+OPTIONS = {
+    "default": "as train compiles it",
+    "jit_level_O1": "TrainLoop.set_jit_config(JitConfig(jit_level='O1'))",
+    "strict_syntax": "mindspore.set_context(jit_syntax_level=mindspore.STRICT)",
+}
+# The pipeline's actions grouped as the docs name them; the rest of a compile (Python-side parsing and
+# resolution before the first action, the graph executor's set-up) is "outside the actions".
+ACTION_GROUPS = {"type_inference": "type inference", "optimize": "graph passes (optimize)",
+                 "task_emit": "backend: kernel graph and kernels (task_emit)"}
+_RECORD = re.compile(r"(\d\d):(\d\d):(\d\d)\.(\d{3})\.(\d{3}) .*Status record: (start|end) (\S+) action")
+
+
+# -- the child: one compile -----------------------------------------------------------------------
+
+def _graphs(agent: Any) -> dict[str, Any]:
+    """A callable per part of :data:`PARTS`, taking the number of passes; each returns a tensor."""
+    import mindspore as ms
+    from mindspore import Tensor, nn
+
+    class Repeat(nn.Cell):
+        def __init__(self, kind: str, target: Any = None, batch: tuple = ()) -> None:
+            super().__init__()
+            self.kind, self.target, self.batch = kind, target, batch
+
+        def construct(self, n):
+            done, acc = Tensor(0, ms.int32), Tensor(0.0, ms.float32)
+            while done < n:
+                if self.kind == "empty":
+                    acc = acc + 1.0
+                elif self.kind == "sample":
+                    acc = acc + self.target.sample(256)[2].sum()
+                elif self.kind == "update":
+                    acc = acc + self.target(*self.batch)
+                elif self.kind in ("act", "collect"):  # the rewards
+                    acc = acc + self.target()[2].sum()
+                else:
+                    acc = acc + self.target()
+                done = done + 1
+            return acc
+
+    zero = Tensor(0, ms.int32)
+    return {"empty": lambda: Repeat("empty"), "act": lambda: Repeat("act", agent.collector.act),
+            "collect": lambda: Repeat("collect", agent.collector.step),
+            "sample": lambda: Repeat("sample", agent.buffer),
+            "update": lambda: Repeat("update", agent.update, _batch(agent)),
+            "learn": lambda: Repeat("learn", agent.learn),
+            "train_loop": lambda: (lambda n: agent.train_loop(n, zero)),
+            "evaluation": lambda: (lambda n: agent.eval_loop())}
+
+
+def _batch(agent: Any) -> tuple:
+    """128 transitions as the update takes them (vectors as columns), from the buffer's direct call."""
+    from mindspore import Tensor
+
+    columns = [x.asnumpy() for x in agent.buffer.sample(128)]
+    return tuple(Tensor(x if x.ndim > 1 else x.reshape((-1, 1))) for x in columns)
+
+
+def _fill(agent: Any, steps: int) -> None:
+    """Store ``steps`` collect steps by direct calls of the buffer's insert (no graph of the parts compiled)."""
+    import numpy as np
+    from mindspore import Tensor
+
+    rng = np.random.default_rng(0)
+    envs = agent.collector.act.env.num_envs
+    for _ in range(steps):
+        agent.buffer.insert([Tensor(rng.normal(size=(envs, 4)).astype(np.float32)),
+                             Tensor(rng.integers(0, 2, envs).astype(np.int32)), Tensor(np.ones(envs, np.float32)),
+                             Tensor(np.zeros(envs, np.uint8)), Tensor(np.zeros(envs, np.uint8))])
+
+
+def _clock(match: re.Match) -> float:
+    hours, minutes, seconds, millis, micros = (int(x) for x in match.groups()[:5])
+    return hours * 3600 + minutes * 60 + seconds + millis / 1e3 + micros / 1e6
+
+
+def actions(log: str) -> dict[str, float]:
+    """Seconds per pipeline action from MindSpore's ``Status record`` lines, summed over repeats of an action.
+
+    Examples:
+        >>> log = ("[INFO] PIPELINE(1):2026-01-01-10:00:00.100.000 [x] Status record: start optimize action.\\n"
+        ...        "[INFO] PIPELINE(1):2026-01-01-10:00:00.350.500 [x] Status record: end optimize action.\\n")
+        >>> actions(log)
+        {'optimize': 0.2505}
+    """
+    started: dict[str, float] = {}
+    total: dict[str, float] = {}
+    for match in _RECORD.finditer(log):
+        name, when = match.group(7), _clock(match)
+        if match.group(6) == "start":
+            started[name] = when
+        elif name in started:
+            total[name] = round(total.get(name, 0.0) + when - started.pop(name), 6)
+    return total
+
+
+@contextlib.contextmanager
+def _stderr_to(file: Any) -> Iterator[None]:
+    """File descriptor 2, where MindSpore's log goes, into ``file`` for the block (``None``: left alone)."""
+    if file is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(file.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def child(part: str, option: str, phases: bool, setup: bool) -> dict[str, Any]:
+    """This process's tree: the compile seconds of ``part`` (under ``option``), and with ``phases`` its actions;
+    with ``setup``, after what this checkout's ``train`` does before its first graph (the runtime threads, the
+    objects of the imports frozen out of the garbage collections MindSpore runs before each compile)."""
+    import gc
+
+    import mindspore as ms
+    from mindspore import Tensor
+
+    ms.set_context(mode=ms.GRAPH_MODE)
+    if setup:
+        from mindspore_rl_buffer.apps.dqn.runtime import pipeline_cpu_runtime
+
+        pipeline_cpu_runtime()
+        gc.freeze()
+    if option == "strict_syntax":
+        ms.set_context(jit_syntax_level=ms.STRICT)
+    from mindspore_rl_buffer.configs.dqn_nstep import algorithm_config as config
+
+    import mindspore_rl_buffer
+    from mindspore_rl_buffer.apps.dqn.agent import build_agent
+
+    agent = build_agent(config, "device", "mindspore", 0)
+    if part in ("sample", "update", "learn"):
+        _fill(agent, config["trainer"]["learning_starts"] // config["environment"]["num_envs"] + 5)
+    if option == "jit_level_O1":
+        agent.train_loop.set_jit_config(ms.JitConfig(jit_level="O1"))
+    graph = _graphs(agent)[part]()
+    one = Tensor(1, ms.int32)
+    with tempfile.TemporaryFile(mode="w+") as log:
+        with _stderr_to(log if phases else None):
+            start = time.perf_counter()
+            graph(one).asnumpy()
+            first = time.perf_counter() - start
+        start = time.perf_counter()
+        graph(one).asnumpy()
+        again = time.perf_counter() - start
+        figures: dict[str, Any] = {"package": mindspore_rl_buffer.__file__, "compile_s": first - again,
+                                   "first_s": first}
+        if phases:
+            log.seek(0)
+            figures["actions"] = actions(log.read())
+    return figures
+
+
+def spawn(root: Path, part: str, option: str = "default", phases: bool = False, setup: bool = True) -> dict[str, Any]:
+    """:func:`child` in a fresh process importing the tree ``root`` (compile cache off); ``setup`` for this
+    checkout, whose ``train`` sets up the process before compiling (the baseline's did not)."""
+    from benchmarks.common import run_in_tree
+
+    env = {"MSRB_COMPILE_CACHE": "off"}
+    if phases:
+        env.update({"GLOG_v": "3", "MS_SUBMODULE_LOG_v": "{PIPELINE:1}", "GLOG_logtostderr": "1"})
+    return run_in_tree(Path(__file__).resolve(), root,
+                       ["--part", part, "--option", option, *(["--phases"] if phases else []),
+                        *(["--setup"] if setup else [])],
+                       MARK, 15 * 60, env)
+
+
+# -- the parent: rounds, medians, the record ------------------------------------------------------
+
+def group(actions_s: dict[str, float], compile_s: float) -> dict[str, float]:
+    """A compile's seconds by :data:`ACTION_GROUPS`, the other actions together, and the time outside them.
+
+    Examples:
+        >>> group({"type_inference": 1.0, "optimize": 0.25, "auto_monad": 0.05}, 1.5)
+        {'type_inference': 1.0, 'optimize': 0.25, 'task_emit': 0.0, 'other actions': 0.05, 'outside the actions': 0.2}
+    """
+    out = {name: actions_s.get(name, 0.0) for name in ACTION_GROUPS}
+    out["other actions"] = round(sum(actions_s.values()) - sum(out.values()), 6)
+    out["outside the actions"] = round(compile_s - sum(actions_s.values()), 6)
+    return out
+
+
+def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians over the rounds: each tree's compile seconds per part, the candidate's over the baseline's (the
+    median of the rounds' ratios), the training graph's actions per tree, and its compile under each option."""
+    parts = {}
+    for part in PARTS:
+        entry: dict[str, Any] = {tree: statistics.median(r["parts"][tree][part]["compile_s"] for r in rounds)
+                                 for tree in (BASE, NEW)}
+        entry["ratio"] = statistics.median(r["parts"][NEW][part]["compile_s"] / r["parts"][BASE][part]["compile_s"]
+                                           for r in rounds)
+        parts[part] = entry
+    phases = {}
+    for tree in (BASE, NEW):
+        grouped = [group(r["phases"][tree]["actions"], r["phases"][tree]["compile_s"]) for r in rounds]
+        phases[tree] = {name: statistics.median(g[name] for g in grouped) for name in grouped[0]}
+        phases[tree]["compile_s"] = statistics.median(r["phases"][tree]["compile_s"] for r in rounds)
+    options = {name: {"compile_s": statistics.median(r["options"][name]["compile_s"] for r in rounds),
+                      "ratio": statistics.median(r["options"][name]["compile_s"] / r["parts"][NEW]["train_loop"]
+                                                 ["compile_s"] for r in rounds)}
+               for name in OPTIONS if name != "default"}
+    return {"parts": parts, "phases": phases, "options": options}
+
+
+def report(results: dict[str, Any]) -> str:
+    from benchmarks.report import section_dqn_compile
+
+    return "\n\n".join(section_dqn_compile(results, {}))
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any] | None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="processes per part and tree, alternating (default: 3)")
+    parser.add_argument("--baseline", default=BASELINE, help=f"commit of the baseline (default: {BASELINE})")
+    parser.add_argument("--out", default=None, help="folder of the JSON (default benchmarks/results)")
+    parser.add_argument("--smoke", action="store_true", help="one round, this checkout as the baseline")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--part", choices=tuple(PARTS), help=argparse.SUPPRESS)
+    parser.add_argument("--option", choices=tuple(OPTIONS), default="default", help=argparse.SUPPRESS)
+    parser.add_argument("--phases", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--setup", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:  # the tree on PYTHONPATH, not this folder's modules
+        sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+        print(MARK + json.dumps(child(args.part, args.option, args.phases, args.setup)), flush=True)
+        return None
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root))
+    from benchmarks.common import checkout, commit_of, finish, provenance, results_path
+
+    run = provenance(argv)
+    if args.smoke:
+        args.rounds = 1
+    path = results_path("dqn_compile", args.out, args.smoke)
+    started = time.perf_counter()
+    rounds = []
+    with checkout(None if args.smoke else args.baseline, root) as base_root:
+        trees = {BASE: base_root, NEW: root}
+        for number in range(args.rounds):
+            measured: dict[str, Any] = {"parts": {BASE: {}, NEW: {}}, "phases": {}, "options": {}}
+            for part in PARTS:
+                for tree, tree_root in trees.items():
+                    measured["parts"][tree][part] = spawn(tree_root, part, setup=tree == NEW)
+            for tree, tree_root in trees.items():
+                measured["phases"][tree] = spawn(tree_root, "train_loop", phases=True, setup=tree == NEW)
+            for option in OPTIONS:
+                if option != "default":
+                    measured["options"][option] = spawn(root, "train_loop", option)
+            rounds.append(measured)
+            print(f"round {number + 1} of {args.rounds}: {time.perf_counter() - started:.0f} s", flush=True)
+        resolved = commit_of(base_root)
+    results = {"run": run, "config": "configs/dqn_nstep.py",
+               "baseline": {"commit": "this checkout (smoke run)" if args.smoke else args.baseline,
+                            "resolved": resolved},
+               "parts_described": PARTS, "options_described": OPTIONS, "action_groups": ACTION_GROUPS,
+               "rounds": rounds}
+    results["summary"] = summarize(rounds)
+    return finish(results, path, report(results), started)
+
+
+if __name__ == "__main__":
+    main()
