@@ -35,6 +35,7 @@ from typing import Any
 MARK = "DQN_COMPILE "
 BASELINE = "812a0ff"
 BASE, NEW = "baseline", "candidate"
+TREES = {BASE: "the baseline commit", NEW: "this checkout, its processes set up as its `train` sets them up"}
 PARTS = {
     "empty": "a graph while loop adding a constant: the fixed cost of a compile",
     "act": "the epsilon-greedy policy, one step of 8 CartPoles, the episode returns",
@@ -50,10 +51,12 @@ OPTIONS = {
     "jit_level_O1": "TrainLoop.set_jit_config(JitConfig(jit_level='O1'))",
     "strict_syntax": "mindspore.set_context(jit_syntax_level=mindspore.STRICT)",
 }
-# The pipeline's actions grouped as the docs name them; the rest of a compile (Python-side parsing and
-# resolution before the first action, the graph executor's set-up) is "outside the actions".
-ACTION_GROUPS = {"type_inference": "type inference", "optimize": "graph passes (optimize)",
-                 "task_emit": "backend: kernel graph and kernels (task_emit)"}
+# A compile's time in parts: three pipeline actions by name, the other actions together, and the rest of the
+# compile (Python-side parsing and resolution before the first action, the graph executor's set-up).
+GROUPS = {"type_inference": "type inference", "optimize": "graph passes (optimize)",
+          "task_emit": "backend: kernel graph and kernels (task_emit)", "other actions": "the other actions together",
+          "outside the actions": "outside the actions: parsing the Python, the executor's set-up"}
+_NAMED = ("type_inference", "optimize", "task_emit")
 _RECORD = re.compile(r"(\d\d):(\d\d):(\d\d)\.(\d{3})\.(\d{3}) .*Status record: (start|end) (\S+) action")
 
 
@@ -219,13 +222,13 @@ def spawn(root: Path, part: str, option: str = "default", phases: bool = False, 
 # -- the parent: rounds, medians, the record ------------------------------------------------------
 
 def group(actions_s: dict[str, float], compile_s: float) -> dict[str, float]:
-    """A compile's seconds by :data:`ACTION_GROUPS`, the other actions together, and the time outside them.
+    """A compile's seconds by :data:`GROUPS`: three actions by name, the others together, the time outside them.
 
     Examples:
         >>> group({"type_inference": 1.0, "optimize": 0.25, "auto_monad": 0.05}, 1.5)
         {'type_inference': 1.0, 'optimize': 0.25, 'task_emit': 0.0, 'other actions': 0.05, 'outside the actions': 0.2}
     """
-    out = {name: actions_s.get(name, 0.0) for name in ACTION_GROUPS}
+    out = {name: actions_s.get(name, 0.0) for name in _NAMED}
     out["other actions"] = round(sum(actions_s.values()) - sum(out.values()), 6)
     out["outside the actions"] = round(compile_s - sum(actions_s.values()), 6)
     return out
@@ -303,7 +306,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     results = {"run": run, "config": "configs/dqn_nstep.py",
                "baseline": {"commit": "this checkout (smoke run)" if args.smoke else args.baseline,
                             "resolved": resolved},
-               "parts_described": PARTS, "options_described": OPTIONS, "action_groups": ACTION_GROUPS,
+               "parts_described": PARTS, "options_described": OPTIONS, "groups": GROUPS, "trees": TREES,
                "rounds": rounds}
     results["summary"] = summarize(rounds)
     return finish(results, path, report(results), started)

@@ -258,19 +258,18 @@ def section_dqn_iteration(data: Figures, plots: dict[str, bytes]) -> list[str]:
 def section_dqn_compile(data: Figures, plots: dict[str, bytes]) -> list[str]:
     """Per part: each tree's compile seconds and the ratio; the training graph's compile by pipeline action per
     tree; and its compile under each option against the default."""
-    summary, base, new = data["summary"], "baseline", "candidate"
+    summary, (base, new) = data["summary"], data["trees"]
     rows = [[part, data["parts_described"][part], f"{p[base]:.2f}", f"{p[new]:.2f}", f"{p['ratio']:.3f}"]
             for part, p in summary["parts"].items()]
-    groups = {**data["action_groups"], "other actions": "the other actions together",
-              "outside the actions": "outside the actions: parsing the Python, the executor's set-up"}
     phases = summary["phases"]
-    steps = [[what, *(f"{phases[tree][name]:.2f}" for tree in (base, new))] for name, what in groups.items()]
+    steps = [[what, *(f"{phases[tree][name]:.2f}" for tree in (base, new))] for name, what in data["groups"].items()]
     steps.append(["the whole compile, logged", *(f"{phases[tree]['compile_s']:.2f}" for tree in (base, new))])
     options = [[data["options_described"][name], f"{o['compile_s']:.2f}", f"{o['ratio']:.3f}"]
                for name, o in summary["options"].items()]
-    return [f"The baseline commit is {data['baseline']['commit']}, the candidate the recorded run's commit; "
-            f"{len(data['rounds'])} rounds of one process per part and tree. Compile seconds of each graph alone "
-            "(first call less the second), medians over the rounds:",
+    described = "; ".join(f"*{tree}*: {what}" for tree, what in data["trees"].items())
+    return [f"Trees: {described}. The baseline commit is {data['baseline']['commit']}, this checkout the recorded "
+            f"run's commit; {len(data['rounds'])} rounds of one process per part and tree. Compile seconds of each "
+            "graph alone (first call less the second), medians over the rounds:",
             table(rows, ["part", "what it compiles", f"{base}, s", f"{new}, s", f"{new} over {base}"]),
             "The training graph's compile by MindSpore's pipeline actions, in processes that log them (the log "
             "adds a little), medians:",
