@@ -11,6 +11,11 @@ fused loop) from two code trees, one after the other, so all see the same machin
 * **candidate, later run**: this checkout's default with the cache a run of another seed
   (:data:`CACHE_SEED`, stored once before the seeds) left: the graphs are loaded.
 
+For the further seeds (``--more-seeds``, default 5-24) it runs one process each of the baseline,
+the candidate without the cache and the candidate's later run, one seed after the other: over
+five seeds the steps to a held solve differ by chance as much as by any change (the two trees
+draw different random numbers), and the steps and seconds over every seed say more.
+
 Each process is timed from its spawn (the interpreter's start included) to the end of the
 evaluation that completes the held solve, and split into phases: ``startup`` (interpreter,
 imports, arguments, config), ``build`` (the agent, the environments' reset graph),
@@ -21,7 +26,8 @@ read by wrapping ``build_agent``, ``FusedLoop.run`` and ``FusedLoop.evaluate`` i
 process, the same way for both trees.
 
 It writes ``dqn_solve_time.json`` (every process's figures, the medians per variant, the targets
-as ratios of each candidate variant over the baseline, and the run's provenance) to ``--out`` (default
+as ratios of each candidate variant over the baseline, the steps and seconds over every seed, and
+the run's provenance) to ``--out`` (default
 ``benchmarks/results``) after every process. ``--smoke`` runs one seed with a tiny budget
 against this checkout itself (no worktree, no timing claims) and records nothing without ``--out``.
 """
@@ -44,6 +50,7 @@ FILLS, LOADS = "candidate, first run", "candidate, later run"
 OFF = "off"  # spawn()'s cache for --no-compile-cache
 CACHE_SEED = 1000  # the seed of the run that stores the later runs' graphs: none of the measured ones
 PHASES = ("startup", "build", "first_launch", "first_evaluation", "training", "evaluations", "other")
+MORE = (BASE, NEW, LOADS)  # the variants run for the further seeds
 # candidate / baseline limits; "held" is a count of seeds, not a ratio
 TARGETS = {"wall": 0.7, "first_launch": 0.5, "steps": 1.2}
 
@@ -150,6 +157,38 @@ def targets(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return checks
 
 
+def compared(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per candidate variant, over the seeds both trees held: median steps and seconds over the baseline's, and on
+    how many seeds the candidate needed fewer, the same or more steps.
+
+    Examples:
+        >>> base = {"seeds": 3, "held": 3, "steps": {0: 100, 1: 200, 2: 300}, "median_steps": 200,
+        ...         "median_wall": 10.0}
+        >>> new = {"seeds": 3, "held": 2, "steps": {0: 100, 2: 200}, "median_steps": 150, "median_wall": 6.0}
+        >>> compared({"baseline": base, "candidate": new})["candidate"]
+        {'held': '2/3', 'steps': 0.75, 'wall': 0.6, 'fewer': 1, 'same': 1, 'more': 0}
+    """
+    base = summary[BASE]
+    out = {}
+    for variant, new in summary.items():
+        if variant == BASE:
+            continue
+        both = [seed for seed in new["steps"] if seed in base["steps"]]
+        signs = [(new["steps"][seed] > base["steps"][seed]) - (new["steps"][seed] < base["steps"][seed])
+                 for seed in both]
+        out[variant] = {"held": f"{new['held']}/{new['seeds']}",
+                        "steps": round(new["median_steps"] / base["median_steps"], 3),
+                        "wall": round(new["median_wall"] / base["median_wall"], 3),
+                        "fewer": signs.count(-1), "same": signs.count(0), "more": signs.count(1)}
+    return out
+
+
+def every_seed(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The variants of :data:`MORE` over every seed they ran: :func:`summarize` and :func:`compared`."""
+    summary = summarize([run for run in runs if run["variant"] in MORE])
+    return {"seeds": sorted({run["seed"] for run in runs}), "summary": summary, "compared": compared(summary)}
+
+
 def report(results: dict[str, Any]) -> str:
     lines = []
     for variant, part in results["summary"].items():
@@ -159,6 +198,10 @@ def report(results: dict[str, Any]) -> str:
     for variant, checks in results.get("targets", {}).items():
         for name, check in checks.items():
             lines.append(f"{variant}, target {name}: {check}")
+    everything = results.get("every_seed")
+    if everything:
+        for variant, figures in everything["compared"].items():
+            lines.append(f"{variant} over {len(everything['seeds'])} seeds, over the baseline: {figures}")
     return "\n".join(lines)
 
 
@@ -166,6 +209,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--repeats", type=int, default=2, help="processes per seed and tree (default: 2)")
+    parser.add_argument("--more-seeds", type=int, nargs="*", default=list(range(5, 25)),
+                        help="further seeds, one process each of the baseline, the candidate without the cache and "
+                             "its later run (default: 5-24)")
     parser.add_argument("--max-steps", type=int, default=150_000, help="budget of each run")
     parser.add_argument("--baseline", default=BASELINE, help=f"commit of the baseline (default: {BASELINE})")
     parser.add_argument("--candidate-root", type=Path, default=ROOT,
@@ -187,8 +233,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     from benchmarks.common import checkout, commit_of, finish, provenance, results_path, write_results
 
     run = provenance(argv)
+    if set(args.more_seeds) & set(args.seeds):
+        parser.error(f"--more-seeds must not repeat a seed of --seeds, but both have "
+                     f"{sorted(set(args.more_seeds) & set(args.seeds))}")
     if args.smoke:
-        args.seeds, args.repeats, args.max_steps = args.seeds[:1], 1, 1200
+        args.seeds, args.more_seeds, args.repeats, args.max_steps = args.seeds[:1], args.more_seeds[:1], 1, 1200
     path = results_path("dqn_solve_time", args.out, args.smoke)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dqn_solve_time_") as folder, \
@@ -203,7 +252,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
                          FILLS: "this checkout's train with an empty compile cache: compiles and stores",
                          LOADS: f"this checkout's train with the compile cache a run of seed {CACHE_SEED} "
                                 f"stored: loads the graphs"},
-            "phases": list(PHASES), "targets_at_most": TARGETS, "runs": []}
+            "phases": list(PHASES), "targets_at_most": TARGETS, "runs": [], "more_runs": []}
         stored = Path(folder) / "stored"  # the later runs' cache: another seed's graphs
         spawn(args.candidate_root, CACHE_SEED, 1200, 30 * 60, str(stored))
         results["cache_seed"] = CACHE_SEED
@@ -219,7 +268,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
                         write_results(results, path)
                         print(f"seed {seed}, {variant}: held at {figures['solved_at']} env steps, "
                               f"{figures['wall']:.2f} s", flush=True)
-    results["targets"] = targets(results["summary"])
+        results["targets"] = targets(results["summary"])
+        for seed in args.more_seeds:
+            for variant, root, cached in ((BASE, base_root, None), (NEW, args.candidate_root, OFF),
+                                          (LOADS, args.candidate_root, str(stored))):
+                figures = spawn(root, seed, args.max_steps, 30 * 60, cached)
+                results["more_runs"].append({**figures, "variant": variant, "repeat": 0})
+                results["every_seed"] = every_seed(results["runs"] + results["more_runs"])
+                write_results(results, path)
+                print(f"seed {seed}, {variant}: held at {figures['solved_at']} env steps, "
+                      f"{figures['wall']:.2f} s", flush=True)
+    results["every_seed"] = every_seed(results["runs"] + results["more_runs"])
     return finish(results, path, report(results), started)
 
 

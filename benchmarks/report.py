@@ -231,6 +231,21 @@ def section_dqn_solve_time(data: Figures, plots: dict[str, bytes]) -> list[str]:
             for variant, checks in data.get("targets", {}).items() for name, check in checks.items()]
     if rows:
         out.append(table(rows, ["variant", "target (over the baseline)", "measured", "at most", "status"]))
+    everything = data.get("every_seed")
+    if everything:
+        seeds = everything["seeds"]
+        out.append(f"Every seed, {seeds[0]} to {seeds[-1]} ({len(seeds)} seeds; one process per variant for the seeds "
+                   "beyond the targets' own). Medians over the seeds, and the seeds on which the candidate needed "
+                   "fewer, the same or more environment steps than the baseline (of those both held):")
+        rows = []
+        for variant, s in everything["summary"].items():
+            c = everything["compared"].get(variant)
+            rows.append([variant, f"{s['held']}/{s['seeds']}", f"{s['median_steps']:,.0f}",
+                         f"{c['steps']:.3f}" if c else "-", f"{c['fewer']} / {c['same']} / {c['more']}" if c else "-",
+                         f"{s['median_wall']:.2f}", f"{c['wall']:.3f}" if c else "-"])
+        out.append(table(rows, ["variant", "held solves", "median env steps", "steps over the baseline",
+                                "fewer / same / more steps", "median seconds to a held solve",
+                                "seconds over the baseline"]))
     return out
 
 

@@ -187,6 +187,18 @@ def test_the_solve_time_benchmark_sums_its_phases_and_states_the_targets_as_rati
     results = main(["--smoke", "--out", str(tmp_path)])
     assert [run["variant"] for run in results["runs"]] == [
         "baseline", "candidate, no cache", "candidate, first run", "candidate, later run"]
+    # The further seed: the baseline, no cache and the later run, each once; summed with the first seed's.
+    assert [(run["seed"], run["variant"]) for run in results["more_runs"]] == [
+        (5, "baseline"), (5, "candidate, no cache"), (5, "candidate, later run")]
+    everything = results["every_seed"]
+    assert everything["seeds"] == [0, 5] and list(everything["summary"]) == [
+        "baseline", "candidate, no cache", "candidate, later run"]
+    for variant, figures in everything["compared"].items():
+        held = everything["summary"][variant]["steps"]
+        assert figures["fewer"] + figures["same"] + figures["more"] == len(
+            set(held) & set(everything["summary"]["baseline"]["steps"]))
+        # A smoke run's baseline is this checkout, and the cache changes no step: the same agent on each seed.
+        assert held == everything["summary"]["baseline"]["steps"] and figures["steps"] == 1.0
     for run in results["runs"]:
         assert list(run["phases"]) == list(PHASES) and run["launches"] >= 2
         assert abs(sum(run["phases"].values()) - run["wall"]) < 1e-6 and run["phases"]["first_launch"] > 0
@@ -194,7 +206,10 @@ def test_the_solve_time_benchmark_sums_its_phases_and_states_the_targets_as_rati
     stored, loaded = results["runs"][2:]  # the later run loads the graphs another seed's run stored
     assert loaded["phases"]["first_launch"] < stored["phases"]["first_launch"] and results["cache_seed"] == 1000
     data = json.loads((tmp_path / "dqn_solve_time.json").read_text())
-    assert any("target (over the baseline)" in block for block in section_dqn_solve_time(data, {}))
+    blocks = section_dqn_solve_time(data, {})
+    assert any("target (over the baseline)" in block for block in blocks)
+    assert any(block.startswith("Every seed, 0 to 5 (2 seeds") for block in blocks)
+    assert any("fewer / same / more steps" in block for block in blocks)
 
     def run(variant, seed, wall, steps, launch):
         phases = dict.fromkeys(PHASES, 0.0) | {"first_launch": launch}
