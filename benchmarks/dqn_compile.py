@@ -11,7 +11,9 @@ compile. A part's compile time is its first call less its second (the run). The 
 ``collect - act`` is the buffer's insert and ``learn - sample`` the two updates with their
 branch. For the training graph it also splits the compile into MindSpore's pipeline actions (from
 the ``PIPELINE`` module's log, at INFO level in processes of their own) and compiles it under the
-MindSpore options that might shorten a compile (:data:`OPTIONS`).
+MindSpore options that might shorten a compile (:data:`OPTIONS`). Once per tree it also counts the
+training graph's size (:data:`SIZES`) in the IR files MindSpore writes with ``save_graphs``: the
+function graphs and nodes type inference specializes, and what the graph passes leave of them.
 
 ``--smoke`` runs one round against this checkout itself (no claims) and records nothing without
 ``--out``. The figures, with the run's provenance, go to ``DIR/dqn_compile.json`` (``--out DIR``,
@@ -57,6 +59,13 @@ GROUPS = {"type_inference": "type inference", "optimize": "graph passes (optimiz
           "task_emit": "backend: kernel graph and kernels (task_emit)", "other actions": "the other actions together",
           "outside the actions": "outside the actions: parsing the Python, the executor's set-up"}
 _NAMED = ("type_inference", "optimize", "task_emit")
+# The training graph's size at two stages of its compile: the IR file of each stage (the last compile's).
+SIZES = {"type_inference": "after type inference: every function, method and ops wrapper the graph code calls, "
+                           "specialized for the argument types of its calls",
+         "validate": "after the graph passes (inlining, simplification): the graph the backend builds kernels from"}
+_IR_FILE = re.compile(r"^\d+_(\w+?)_(\d+)\.ir$")
+_IR_NODE = re.compile(r"^\s+%\d+\(", re.M)
+_IR_GRAPHS = re.compile(r"^# Total subgraphs: (\d+)$", re.M)
 _RECORD = re.compile(r"(\d\d):(\d\d):(\d\d)\.(\d{3})\.(\d{3}) .*Status record: (start|end) (\S+) action")
 
 
@@ -144,6 +153,28 @@ def actions(log: str) -> dict[str, float]:
     return total
 
 
+def ir_size(text: str) -> dict[str, int]:
+    """The function graphs and nodes of one of MindSpore's IR files.
+
+    Examples:
+        >>> ir_size("# Total subgraphs: 2\\nsubgraph @1_f() {\\n  %0(CNode_1) = Add(%a, %b)\\n"
+        ...         "  %1(CNode_2) = Mul(%0, %b)\\n}\\nsubgraph @2_g() {\\n  %0(CNode_3) = Neg(%a)\\n}\\n")
+        {'graphs': 2, 'nodes': 3}
+    """
+    graphs = _IR_GRAPHS.search(text)
+    return {"graphs": int(graphs.group(1)) if graphs else 0, "nodes": len(_IR_NODE.findall(text))}
+
+
+def graph_sizes(folder: Path) -> dict[str, dict[str, int]]:
+    """:func:`ir_size` of the last compile's IR file of each stage of :data:`SIZES` in ``folder``."""
+    last: dict[str, tuple[int, Path]] = {}
+    for file in folder.iterdir():
+        match = _IR_FILE.match(file.name)
+        if match and match.group(1) in SIZES and int(match.group(2)) >= last.get(match.group(1), (-1, file))[0]:
+            last[match.group(1)] = (int(match.group(2)), file)
+    return {stage: ir_size(last[stage][1].read_text(errors="replace")) for stage in SIZES if stage in last}
+
+
 @contextlib.contextmanager
 def _stderr_to(file: Any) -> Iterator[None]:
     """File descriptor 2, where MindSpore's log goes, into ``file`` for the block (``None``: left alone)."""
@@ -160,16 +191,20 @@ def _stderr_to(file: Any) -> Iterator[None]:
         os.close(saved)
 
 
-def child(part: str, option: str, phases: bool, setup: bool) -> dict[str, Any]:
+def child(part: str, option: str, phases: bool, setup: bool, sizes: bool = False) -> dict[str, Any]:
     """This process's tree: the compile seconds of ``part`` (under ``option``), and with ``phases`` its actions;
     with ``setup``, after what this checkout's ``train`` does before its first graph (the runtime threads, the
-    objects of the imports frozen out of the garbage collections MindSpore runs before each compile)."""
+    objects of the imports frozen out of the garbage collections MindSpore runs before each compile); with
+    ``sizes``, the graph's size (:func:`graph_sizes`; writing the IR files slows that compile)."""
     import gc
 
     import mindspore as ms
     from mindspore import Tensor
 
     ms.set_context(mode=ms.GRAPH_MODE)
+    ir_folder = tempfile.TemporaryDirectory(prefix="dqn_compile_ir_") if sizes else None
+    if ir_folder is not None:
+        ms.set_context(save_graphs=1, save_graphs_path=ir_folder.name)
     if setup:
         from mindspore_rl_buffer.apps.dqn.runtime import pipeline_cpu_runtime
 
@@ -202,10 +237,14 @@ def child(part: str, option: str, phases: bool, setup: bool) -> dict[str, Any]:
         if phases:
             log.seek(0)
             figures["actions"] = actions(log.read())
+    if ir_folder is not None:
+        figures["sizes"] = graph_sizes(Path(ir_folder.name))
+        ir_folder.cleanup()
     return figures
 
 
-def spawn(root: Path, part: str, option: str = "default", phases: bool = False, setup: bool = True) -> dict[str, Any]:
+def spawn(root: Path, part: str, option: str = "default", phases: bool = False, setup: bool = True,
+          sizes: bool = False) -> dict[str, Any]:
     """:func:`child` in a fresh process importing the tree ``root`` (compile cache off); ``setup`` for this
     checkout, whose ``train`` sets up the process before compiling (the baseline's did not)."""
     from benchmarks.common import run_in_tree
@@ -215,7 +254,7 @@ def spawn(root: Path, part: str, option: str = "default", phases: bool = False, 
         env.update({"GLOG_v": "3", "MS_SUBMODULE_LOG_v": "{PIPELINE:1}", "GLOG_logtostderr": "1"})
     return run_in_tree(Path(__file__).resolve(), root,
                        ["--part", part, "--option", option, *(["--phases"] if phases else []),
-                        *(["--setup"] if setup else [])],
+                        *(["--setup"] if setup else []), *(["--sizes"] if sizes else [])],
                        MARK, 15 * 60, env)
 
 
@@ -273,10 +312,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser.add_argument("--option", choices=tuple(OPTIONS), default="default", help=argparse.SUPPRESS)
     parser.add_argument("--phases", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--setup", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--sizes", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:  # the tree on PYTHONPATH, not this folder's modules
         sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-        print(MARK + json.dumps(child(args.part, args.option, args.phases, args.setup)), flush=True)
+        print(MARK + json.dumps(child(args.part, args.option, args.phases, args.setup, args.sizes)), flush=True)
         return None
     root = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(root))
@@ -302,12 +342,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
                     measured["options"][option] = spawn(root, "train_loop", option)
             rounds.append(measured)
             print(f"round {number + 1} of {args.rounds}: {time.perf_counter() - started:.0f} s", flush=True)
+        # The same graph in every process of a tree: its size once per tree.
+        sizes = {tree: spawn(tree_root, "train_loop", setup=tree == NEW, sizes=True)["sizes"]
+                 for tree, tree_root in trees.items()}
         resolved = commit_of(base_root)
     results = {"run": run, "config": "configs/dqn_nstep.py",
                "baseline": {"commit": "this checkout (smoke run)" if args.smoke else args.baseline,
                             "resolved": resolved},
                "parts_described": PARTS, "options_described": OPTIONS, "groups": GROUPS, "trees": TREES,
-               "rounds": rounds}
+               "sizes_described": SIZES, "sizes": sizes, "rounds": rounds}
     results["summary"] = summarize(rounds)
     return finish(results, path, report(results), started)
 

@@ -291,7 +291,20 @@ def section_dqn_compile(data: Figures, plots: dict[str, bytes]) -> list[str]:
             table(steps, ["part of the compile", f"{base}, s", f"{new}, s"]),
             "The candidate's training graph compiled under other MindSpore options, against the same graph as "
             "`train` compiles it in the same round:",
-            table(options, ["option", "compile, s", "over the default"])]
+            table(options, ["option", "compile, s", "over the default"]),
+            *_graph_sizes(data)]
+
+
+def _graph_sizes(data: Figures) -> list[str]:
+    """The training graph's function graphs and nodes at each stage counted, per tree (none if not recorded)."""
+    if "sizes" not in data:
+        return []
+    rows = [[stage, *(f"{data['sizes'][tree][stage]['graphs']:,} graphs, {data['sizes'][tree][stage]['nodes']:,} nodes"
+                      for tree in data["trees"])]
+            for stage in data["sizes_described"]]
+    described = "; ".join(f"*{stage}*: {what}" for stage, what in data["sizes_described"].items())
+    return ["The training graph's size, from the IR files MindSpore writes with `save_graphs` (one process per "
+            f"tree): {described}.", table(rows, ["stage", *data["trees"]])]
 
 
 def section_dqn_nstep(data: Figures, plots: dict[str, bytes]) -> list[str]:

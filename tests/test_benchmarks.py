@@ -282,8 +282,15 @@ def test_the_compile_benchmark_times_every_part_in_its_own_process_and_splits_th
         assert option == {"compile_s": compiled, "ratio": compiled / round_["parts"]["candidate"]["train_loop"]
                           ["compile_s"]}, name
     assert len(packages) == 1
-    assert page_block_lines({"dqn_compile": written}, "dqn_compile")[0].startswith(
-        "Recorded by `python -m benchmarks.dqn_compile`")
+    # The graph's size, counted in its IR files: type inference's function graphs, inlined by the passes into far
+    # fewer graphs and nodes; both trees (one checkout here) compile the same graph.
+    sizes = written["sizes"]
+    assert set(sizes) == {"baseline", "candidate"} and sizes["baseline"] == sizes["candidate"]
+    inferred, passed = sizes["candidate"]["type_inference"], sizes["candidate"]["validate"]
+    assert inferred["graphs"] > 10 * passed["graphs"] > 0 and inferred["nodes"] > passed["nodes"] > 100, sizes
+    rendered = page_block_lines({"dqn_compile": written}, "dqn_compile")
+    assert rendered[0].startswith("Recorded by `python -m benchmarks.dqn_compile`")
+    assert any(f"{inferred['graphs']:,} graphs, {inferred['nodes']:,} nodes" in line for line in rendered)
 
 
 @pytest.mark.slow
