@@ -256,29 +256,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         stored = Path(folder) / "stored"  # the later runs' cache: another seed's graphs
         spawn(args.candidate_root, CACHE_SEED, 1200, 30 * 60, str(stored))
         results["cache_seed"] = CACHE_SEED
+        def variants(empty: str) -> tuple[tuple[str, Path, str | None], ...]:
+            """Each variant's tree and cache (``empty``: a fresh folder for the first run's)."""
+            return ((BASE, base_root, None), (NEW, args.candidate_root, OFF), (FILLS, args.candidate_root, empty),
+                    (LOADS, args.candidate_root, str(stored)))
+
+        def measure(seed: int, variant: str, root: Path, cached: str | None, repeat: int, into: str) -> None:
+            """One process, added to ``results[into]``; the summaries refreshed and the file written."""
+            figures = spawn(root, seed, args.max_steps, 30 * 60, cached)
+            results[into].append({**figures, "variant": variant, "repeat": repeat})
+            results["summary"] = summarize(results["runs"])
+            results["every_seed"] = every_seed(results["runs"] + results["more_runs"])
+            write_results(results, path)
+            print(f"seed {seed}, {variant}: held at {figures['solved_at']} env steps, {figures['wall']:.2f} s",
+                  flush=True)
+
         for seed in args.seeds:
             for repeat in range(args.repeats):  # the variants one after the other: the same load
                 with tempfile.TemporaryDirectory(prefix="dqn_solve_time_cache_") as empty:
-                    for variant, root, cached in ((BASE, base_root, None), (NEW, args.candidate_root, OFF),
-                                                  (FILLS, args.candidate_root, empty),
-                                                  (LOADS, args.candidate_root, str(stored))):
-                        figures = spawn(root, seed, args.max_steps, 30 * 60, cached)
-                        results["runs"].append({**figures, "variant": variant, "repeat": repeat})
-                        results["summary"] = summarize(results["runs"])
-                        write_results(results, path)
-                        print(f"seed {seed}, {variant}: held at {figures['solved_at']} env steps, "
-                              f"{figures['wall']:.2f} s", flush=True)
+                    for variant, root, cached in variants(empty):
+                        measure(seed, variant, root, cached, repeat, "runs")
         results["targets"] = targets(results["summary"])
-        for seed in args.more_seeds:
-            for variant, root, cached in ((BASE, base_root, None), (NEW, args.candidate_root, OFF),
-                                          (LOADS, args.candidate_root, str(stored))):
-                figures = spawn(root, seed, args.max_steps, 30 * 60, cached)
-                results["more_runs"].append({**figures, "variant": variant, "repeat": 0})
-                results["every_seed"] = every_seed(results["runs"] + results["more_runs"])
-                write_results(results, path)
-                print(f"seed {seed}, {variant}: held at {figures['solved_at']} env steps, "
-                      f"{figures['wall']:.2f} s", flush=True)
-    results["every_seed"] = every_seed(results["runs"] + results["more_runs"])
+        for seed in args.more_seeds:  # the first run's steps are the no-cache run's, so MORE leaves it out
+            for variant, root, cached in variants(""):
+                if variant in MORE:
+                    measure(seed, variant, root, cached, 0, "more_runs")
     return finish(results, path, report(results), started)
 
 
