@@ -57,14 +57,28 @@ def item_ids(first_add: int, steps: int, segments: int) -> np.ndarray:
     return adds[None, :] * segments + np.arange(segments, dtype=np.int64)[:, None]
 
 
-def add_counter_contract(added: int, head: int, count: int, length: int) -> str | None:
+# The largest add counter times the segments a checkpoint may hold: item ids (``add * segments +
+# segment``) stay far from int64's end, and no buffer adds 2**62 time steps.
+MAX_ADDED_ITEMS = 2**62
+
+
+def add_counter_contract(added: int, head: int, count: int, length: int, segments: int = 1) -> str | None:
     """What breaks the add counter's contract with the ring's cursors, or ``None``.
 
-    ``added`` items (time steps) went into a ring of ``length`` rows that holds ``count``
-    of them from ``head``: so ``added >= count`` and ``head == (added - count) % length``.
+    ``added`` items (time steps of ``segments`` parallel segments) went into a ring of
+    ``length`` rows that holds ``count`` of them from ``head``: so ``added >= count``,
+    ``head == (added - count) % length`` and ``added * segments <= 2**62``, which keeps every
+    item id in int64.
+
+    Examples:
+        >>> add_counter_contract(6, 2, 4, 4) is None
+        True
+        >>> add_counter_contract(2**62, 0, 4, 4, segments=2)
+        'added=4611686018427387904 must be >= count=4 with (added - count) % 4 == head=0 and added * 2 <= 2**62'
     """
-    if added < count or (added - count) % length != head:
-        return f"added={added} must be >= count={count} with (added - count) % {length} == head={head}"
+    if added < count or (added - count) % length != head or added * segments > MAX_ADDED_ITEMS:
+        return (f"added={added} must be >= count={count} with (added - count) % {length} == head={head} "
+                f"and added * {segments} <= 2**62")
     return None
 
 

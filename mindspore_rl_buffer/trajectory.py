@@ -350,7 +350,7 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
     def checkpoint_cursors(self, read: Any) -> list[str]:
         """The add counter against the storage's cursors (the storage checks its own contract)."""
         problem = add_counter_contract(int(read(self.added)), int(read(self.storage.head)),
-                                       int(read(self.storage.count)), self._max_length)
+                                       int(read(self.storage.count)), self._max_length, self._batch_size)
         return [problem] if problem else []
 
     def checkpoint_defaults(self, read: Any) -> dict[Any, np.ndarray]:

@@ -401,6 +401,19 @@ def test_a_checkpoint_whose_tree_gives_an_invalid_start_a_leaf_is_refused_and_ch
     assert_same(before, parameters(target))
 
 
+def test_a_checkpoint_with_a_count_past_capacity_is_refused_by_its_cursors_before_its_trees_are_read(tmp_path):
+    source, target = make(max_length=9, seed=5), make(max_length=9, seed=5)
+    source.insert(EpisodeStream(1, seed=8).take(5))
+    count = 2**20  # the trees' check would index every start of a ring this long
+    source.storage.count.set_data(Tensor(count, ms.int32))
+    source.save(tmp_path / "count.safetensors")
+    before = parameters(target)
+    with pytest.raises(ValueError, match=rf"count={count} must be in \[0, 9\]") as refused:
+        target.load(tmp_path / "count.safetensors")
+    assert "is not one the buffer can reach" not in str(refused.value)
+    assert_same(before, parameters(target))
+
+
 def test_ids_past_the_id_period_wrap_and_draw_what_a_buffer_counted_from_zero_draws():
     """A buffer whose time rows are counted from near the id period (as after that many steps) keeps
     the trees and draws the items of one counted from zero; its ids are those shifted modulo id_bound."""

@@ -333,6 +333,13 @@ def test_the_add_counter_is_checkpointed_and_checked(tmp_path):
     with pytest.raises(ValueError, match=r"break the contract: added=9 must be >= count=2 with \(added - count\) % 4"):
         restored.load(tmp_path / "broken.safetensors")
     assert int(restored.added) == 7 and int(restored.num_frames()) == 8  # the refused load changed nothing
+    # A counter that keeps the cursors' congruence but whose ids (add * 2 + segment) would pass int64's end.
+    huge = 2**63 - 2  # (huge - 2) % 4 == 0 == head
+    broken.added.set_data(Tensor(huge, ms.int64))
+    broken.save(tmp_path / "huge.safetensors")
+    with pytest.raises(ValueError, match=rf"added={huge} must be .* and added \* 2 <= 2\*\*62"):
+        restored.load(tmp_path / "huge.safetensors")
+    assert int(restored.added) == 7 and int(restored.num_frames()) == 8
 
 
 def test_a_file_from_before_the_add_counter_loads_with_a_consistent_one():
