@@ -338,8 +338,8 @@ def buffer_method(host: Callable[..., Any] | None = None, *, returns_self: bool 
                 return body(self, *args, check=True, **kwargs)
             if called_by_graph_fallback():
                 raise TypeError(_errors.FALLBACK_CALL.format(method=body.__name__.lstrip("_")))
-            refuse_destroyed(body.__name__.lstrip("_"), self)
-            with DIRECT_CALLS:
+            with DIRECT_CALLS:  # checked under the lock: a call that waited on destroy() is refused
+                refuse_destroyed(body.__name__.lstrip("_"), self)
                 plan = _plan(body, host, self, args, kwargs)
                 if not isinstance(plan, Launch):
                     return plan

@@ -27,6 +27,8 @@ lack (an add counter, a random state) in :meth:`Checkpointable.checkpoint_defaul
 """
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import re
@@ -104,6 +106,11 @@ class Checkpointable:
         """
         return {}
 
+    def checkpoint_lock(self) -> contextlib.AbstractContextManager[Any]:
+        """The lock this buffer's own methods hold, held by ``save`` and ``load`` around reading and
+        restoring its tensors (a host buffer's; a Cell's direct calls all hold :data:`DIRECT_CALLS`)."""
+        return contextlib.nullcontext()
+
     def checkpoint_tensors(self) -> dict[str, Any]:
         """The tensors to write, by name (a Cell's Parameters by default)."""
         return {param.name: param for param in self.get_parameters()}
@@ -144,6 +151,12 @@ def _buffers(net: Any) -> dict[str, Checkpointable]:
     return {ROOT: net}
 
 
+def _held(net: Any) -> contextlib.AbstractContextManager[Any]:
+    """``net``'s own lock (see :meth:`Checkpointable.checkpoint_lock`), taken before :data:`DIRECT_CALLS`,
+    in the order its methods take them."""
+    return net.checkpoint_lock() if isinstance(net, Checkpointable) else contextlib.nullcontext()
+
+
 def _state(op: str, net: Any) -> dict[str, Any]:
     refuse_destroyed(op, net)
     if isinstance(net, nn.Cell):
@@ -178,7 +191,10 @@ def save_checkpoint(net: Any, path: str | os.PathLike) -> Path:
         raise ValueError(f"For '{op}', the checkpoint path '{path}' cannot be written: '{blocking}' is a file, "
                          f"not a folder.")
     records = {name: buffer.checkpoint_record() for name, buffer in _buffers(net).items()}
-    with DIRECT_CALLS:  # no direct call changes a tensor between its checksum and its write
+    with _held(net), DIRECT_CALLS:  # no call changes a tensor between its checksum and its write
+        # Again under the locks: a destroy() that took them first emptied the buffer, and an
+        # empty buffer never replaces a good checkpoint.
+        state = _state(op, net)
         checksums = {name: checksum(value) for name, value in state.items()}
         record = json.dumps({"format": FORMAT, "buffers": records, "checksums": checksums}).encode()
         # Parameters go to the writer as they are: no copy of the data is made here.
@@ -193,11 +209,16 @@ def _labelled(name: str, record: Any) -> str:
     return str(record) if name == ROOT else f"{name}: {record}"
 
 
+_WRITES = itertools.count()  # numbers the temporary files of this process's writes
+
+
 def write_atomically(params: list[dict[str, Any]], path: Path, file_format: str = "ckpt") -> Path:
     """``mindspore.save_checkpoint(params, ...)`` to a temporary file beside ``path``, fsynced and
     renamed over ``path``: a crash mid-write leaves the previous file intact."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    # Unique to this write (two threads may save to one path) and short: the path's own name may
+    # be as long as the file system allows.
+    temporary = path.with_name(f".{path.stem[:40]}.{os.getpid()}.{next(_WRITES)}.tmp{path.suffix}")
     try:
         with DIRECT_CALLS:
             ms.save_checkpoint(params, str(temporary), format=file_format)
@@ -414,10 +435,10 @@ def load_checkpoint(path: str | os.PathLike, net: Any, *, restore: bool = True) 
 
 def restore_validated(net: Any, loaded: Mapping[str, Any]) -> None:
     """Copy the tensors :func:`load_checkpoint` validated with ``restore=False`` into ``net``, in place."""
-    state = _state("load", net)
-    if not isinstance(net, nn.Cell):
-        return net.restore_checkpoint({name: loaded[name].asnumpy() for name in state})
-    with DIRECT_CALLS:
+    with _held(net), DIRECT_CALLS:  # a load that waited on destroy() is refused, not restored into it
+        state = _state("load", net)
+        if not isinstance(net, nn.Cell):
+            return net.restore_checkpoint({name: loaded[name].asnumpy() for name in state})
         for name, param in state.items():
             param.copy_(loaded[name])
     return None

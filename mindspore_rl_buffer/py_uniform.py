@@ -1,6 +1,7 @@
 """PyUniformReplayBuffer: TF-Agents' numpy buffer, for collection on the host."""
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -230,15 +231,10 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
         return buffer
 
     # ------------------------------------------------------------------------- records
-    def save(self, path: Any) -> Any:
-        """See ``Checkpointable.save`` (``mindspore_rl_buffer.checkpoint``); holds the lock while writing."""
-        with self._lock:
-            return super().save(path)
-
-    def load(self, path: Any) -> None:
-        """See ``Checkpointable.load`` (``mindspore_rl_buffer.checkpoint``); holds the lock while restoring."""
-        with self._lock:
-            super().load(path)
+    def checkpoint_lock(self) -> contextlib.AbstractContextManager[Any]:
+        """The buffer's lock: ``save`` and ``load`` (methods or functions) hold it while they read
+        and restore the columns and cursors."""
+        return self._lock
 
     def checkpoint_record(self) -> dict[str, Any]:
         """See ``mindspore_rl_buffer.checkpoint.Checkpointable``."""

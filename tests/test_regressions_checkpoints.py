@@ -1,7 +1,12 @@
-"""destroy() refuses save and load; the TransitionReplayBuffer's MindSpore Reinforcement call forms;
-checkpoint messages that name what lies beside a missing file; binding floats compared as float32."""
+"""destroy() refuses save and load, also calls that waited on it; save and load hold a host
+buffer's lock; the TransitionReplayBuffer's MindSpore Reinforcement call forms; checkpoint
+messages that name what lies beside a missing file; binding floats compared as float32; long
+file names."""
 from __future__ import annotations
 
+import os
+import threading
+import time
 from pathlib import Path
 
 import mindspore as ms
@@ -16,6 +21,7 @@ from mindspore_rl_buffer import (
     TensorSpec,
     TransitionReplayBuffer,
     load_checkpoint,
+    lock,
     save_checkpoint,
 )
 
@@ -50,6 +56,79 @@ def test_save_and_load_after_destroy_raise_and_leave_the_good_checkpoint(tmp_pat
         with pytest.raises(RuntimeError, match="the buffer was destroyed"):
             call()
     assert Path(written).read_bytes() == before
+
+
+def _waiting(call):
+    """``call`` started in a thread that then waits on a lock the test holds; its outcome after ``join``."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["result"] = call()
+        except Exception as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    time.sleep(0.5)  # time to reach the lock: a thread not there yet only makes the test pass more easily
+    return thread, outcome
+
+
+@pytest.mark.parametrize("call", ["insert", "save", "load"])
+def test_a_call_that_waited_on_destroy_is_refused_and_leaves_the_good_checkpoint(tmp_path, call):
+    buffer = ReplayBuffer(2, 8, [(2,)], [ms.float32])
+    buffer.insert([np.ones((3, 2), np.float32)])
+    path = Path(buffer.save(tmp_path / "good.safetensors"))
+    good = path.read_bytes()
+    calls = {"insert": lambda: buffer.insert([np.ones((2, 2), np.float32)]),
+             "save": lambda: buffer.save(path), "load": lambda: buffer.load(path)}
+    with lock:  # the direct calls' lock, as a direct call in another thread holds it
+        thread, outcome = _waiting(calls[call])
+        buffer.destroy()
+    thread.join()
+    assert isinstance(outcome.get("error"), RuntimeError) and "destroyed" in str(outcome["error"]), outcome
+    assert int(buffer.count) == 0 and "_direct_twins" not in buffer.__dict__
+    assert path.read_bytes() == good
+
+
+def _py(values):
+    py = PyUniformReplayBuffer({"x": TensorSpec([2], "float32")}, capacity=8)
+    py.add_batch({"x": np.asarray(values, np.float32).reshape(-1, 2)})
+    return py
+
+
+def test_save_checkpoint_of_a_host_buffer_holds_its_lock(tmp_path):
+    py = _py(np.arange(6))
+    with py.checkpoint_lock():  # an add_batch in progress
+        thread, outcome = _waiting(lambda: save_checkpoint(py, tmp_path / "py.safetensors"))
+        py.add_batch({"x": np.full((1, 2), 9, np.float32)})
+    thread.join()
+    assert "error" not in outcome, outcome
+    restored = _py([])
+    load_checkpoint(tmp_path / "py.safetensors", restored)
+    assert int(restored.num_frames()) == 4  # written after the add, not before or in the middle of it
+
+
+def test_load_checkpoint_into_a_host_buffer_holds_its_lock(tmp_path):
+    save_checkpoint(_py(np.arange(6)), tmp_path / "py.safetensors")
+    py = _py([])
+    with py.checkpoint_lock():
+        thread, outcome = _waiting(lambda: load_checkpoint(tmp_path / "py.safetensors", py))
+        py.add_batch({"x": np.full((1, 2), 9, np.float32)})
+    thread.join()
+    assert "error" not in outcome, outcome
+    assert int(py.num_frames()) == 3  # restored after the add, so the add is gone: a serial order
+
+
+def test_a_file_name_as_long_as_the_file_system_takes_is_saved_and_no_temporary_is_left(tmp_path):
+    path = tmp_path / ("s" * 240 + ".safetensors")  # 252 characters; the limit is 255
+    buffer = ReplayBuffer(2, 8, [(2,)], [ms.float32])
+    buffer.insert([np.ones((3, 2), np.float32)])
+    buffer.save(path)
+    assert os.listdir(tmp_path) == [path.name]
+    restored = ReplayBuffer(2, 8, [(2,)], [ms.float32])
+    restored.load(path)
+    assert int(restored.size()) == 3
 
 
 def test_a_transition_buffer_takes_the_mindspore_reinforcement_call_forms():
