@@ -264,8 +264,11 @@ def launch(buffer: Any, body: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     twins = buffer.__dict__.setdefault("_direct_twins", {})
     key = (body.__qualname__, layout)
     twin = twins.get(key)
-    if twin is None:
-        twin = twins[key] = _make_twin(buffer, body, layout)
+    if twin is None:  # compiled by its first call: one that fails is not kept for the next call
+        twin = _make_twin(buffer, body, layout)
+        outputs = twin(*flat)
+        twins[key] = twin
+        return outputs
     return twin(*flat)
 
 

@@ -124,6 +124,8 @@ def check_exponent(op: str, arg: str, value: Any) -> float:
     """Return ``value`` as a float if it is a real number ``>= 0`` (not a bool) that float32 holds finite."""
     if isinstance(value, Tensor) and value.shape == () and value.dtype in FLOAT_DTYPES + INT_DTYPES:
         value = value.asnumpy().item()
+        if not isinstance(value, (int, float)):  # bfloat16's item is an ml_dtypes scalar
+            value = float(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise _errors.type_error(op, arg, "a float", value)
     if value < 0 or not (isinstance(value, (int, np.integer)) or math.isfinite(value)):  # an int may pass 1e308
@@ -294,10 +296,11 @@ def check_priorities(op: str, indices: Any, priorities: Any, size: int,
     return slots, values
 
 
-def check_same_shape(op: str, indices: Sequence[int], priorities: Sequence[int]) -> None:
-    """``priorities`` of the shape of ``indices`` (on the host, and as :func:`check_same_shape_graph` in a graph)."""
+def check_same_shape(op: str, indices: Sequence[int], priorities: Sequence[int], arg: str = "indices") -> None:
+    """``priorities`` of the shape of ``indices``, the argument ``arg`` (on the host, and as
+    :func:`check_same_shape_graph` in a graph)."""
     if tuple(indices) != tuple(priorities):
-        raise ValueError(f"For '{op}', 'priorities' must have the shape of 'indices' {tuple(indices)}, "
+        raise ValueError(f"For '{op}', 'priorities' must have the shape of '{arg}' {tuple(indices)}, "
                          f"but got {tuple(priorities)}.")
 
 
@@ -311,11 +314,12 @@ def check_not_empty(op: str, size: int) -> None:
 
 
 # ----------------------------------------------------------------- TF-Agents' sampling
-def check_sample_args(op: str, sample_batch_size: Any, num_steps: Any, time_stacked: Any = True) -> None:
-    """The arguments shared by ``get_next`` and ``as_dataset``."""
-    check_optional_size(op, "sample_batch_size", sample_batch_size)
-    check_optional_size(op, "num_steps", num_steps)
-    check_bool(op, "time_stacked", time_stacked)
+def check_sample_args(op: str, sample_batch_size: Any, num_steps: Any,
+                      time_stacked: Any = True) -> tuple[int | None, int | None, bool]:
+    """The arguments shared by ``get_next`` and ``as_dataset``, checked; returned as Python ints
+    (a numpy integer, which MindSpore's graphs do not take as a shape, included)."""
+    return (check_optional_size(op, "sample_batch_size", sample_batch_size),
+            check_optional_size(op, "num_steps", num_steps), check_bool(op, "time_stacked", time_stacked))
 
 
 def _check_window_length(op: str, num_steps: int | None, max_length: int) -> int:

@@ -56,9 +56,12 @@ from mindspore_rl_buffer.writer import BufferWriter
 
 
 @ops.constexpr
-def _index_constant(index):
+def _index_constant(index, capacity):
     if isinstance(index, bool):  # an int to isinstance, as in a direct call
         raise _errors.type_error("get_item", "index", "an int or an int tensor", index)
+    if not -capacity <= index < capacity:  # never in [-count, count): refused as it is, before any int32 cast
+        raise IndexError(f"For 'get_item', 'index' must be in [-count, count) for a buffer of capacity "
+                         f"{capacity}, so in [-{capacity}, {capacity}), but got {index}.")
     return Tensor(index, ms.int32)
 
 
@@ -295,12 +298,14 @@ class RingBuffer(BufferCell, Checkpointable):
         Raises:
             TypeError: If ``index`` is not an int or an int tensor (a bool or float is not).
             ValueError: If an index tensor has more than one dimension.
-            IndexError: If an index is out of range (direct calls, checked on the host). Inside a
-                graph the run fails with ``RuntimeError: assert failed`` instead (MindSpore prints
-                the index and the count), and that compiled graph cannot run again.
+            IndexError: If an index is out of range (direct calls, checked on the host), or if a
+                constant index inside a graph is outside ``[-capacity, capacity)`` (when the graph
+                compiles). An index tensor out of range inside a graph fails the run with
+                ``RuntimeError: assert failed`` instead (MindSpore prints the index and the count),
+                and that compiled graph cannot run again.
         """
         if isinstance(index, int):
-            index = _index_constant(index)
+            index = _index_constant(index, self._capacity)
         else:  # a tensor inside a graph: its dtype and rank are known when the graph compiles
             check_tensor_arg_graph("get_item", "index", index.dtype, index.shape, "int", "an int or an int tensor",
                                    (0, 1))

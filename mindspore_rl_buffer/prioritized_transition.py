@@ -44,7 +44,7 @@ def _host_update(self: PrioritizedTransitionReplayBuffer, ids: Any, priorities: 
     op = "update_priorities"
     priorities = _one_column(priorities)
     given = host_array(op, "ids", ids, "int")
-    check_same_shape(op, given.shape, np.shape(priorities))
+    check_same_shape(op, given.shape, np.shape(priorities), "ids")
     out = given >= self.id_bound if given.dtype.kind == "u" else (given < 0) | (given >= self.id_bound)
     if out.any():
         raise IndexError(f"For '{op}', 'ids' must be ids that 'sample' returned, in [0, {self.id_bound}), but got "
@@ -226,7 +226,7 @@ class PrioritizedTransitionReplayBuffer(TransitionReplayBuffer):
         check_tensor_arg_graph("update_priorities", "ids", ids.dtype, ids.shape, "int", "a 1-D int tensor")
         check_tensor_arg_graph("update_priorities", "priorities", priorities.dtype, priorities.shape, "float",
                                "a 1-D float tensor")
-        check_same_shape_graph("update_priorities", ids.shape, priorities.shape)
+        check_same_shape_graph("update_priorities", ids.shape, priorities.shape, "ids")
         storage = self.storage
         top = prioritized.update_leaves(self.sum_tree, self.min_tree, self.max_priority, storage.head, storage.count,
                                         self.steps, ids, priorities, self._alpha, self._max_length, self._num_envs,

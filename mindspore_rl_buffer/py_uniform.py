@@ -154,7 +154,7 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
         return self._sample("get_next_with_info", sample_batch_size, num_steps, time_stacked)
 
     def _sample(self, op: str, sample_batch_size: Any, num_steps: Any, time_stacked: Any) -> tuple[Any, BufferInfo]:
-        check_sample_args(op, sample_batch_size, num_steps, time_stacked)
+        sample_batch_size, num_steps, time_stacked = check_sample_args(op, sample_batch_size, num_steps, time_stacked)
         self._check_request_bytes(op, sample_batch_size, num_steps)
         picks = 1 if sample_batch_size is None else sample_batch_size
         steps = 1 if num_steps is None else num_steps

@@ -214,7 +214,7 @@ class TFAgentsAPI:
                 num_parallel_calls: int | None, single_deterministic_pass: bool
                 ) -> Callable[[], Iterator[tuple[Any, BufferInfo]]]:
         """Check the arguments; return a function that starts the stream of ``(items, BufferInfo)``."""
-        check_sample_args(op, sample_batch_size, num_steps)
+        sample_batch_size, num_steps, _ = check_sample_args(op, sample_batch_size, num_steps)
         check_optional_size(op, "num_parallel_calls", num_parallel_calls)
         check_bool(op, "single_deterministic_pass", single_deterministic_pass)
         if single_deterministic_pass:

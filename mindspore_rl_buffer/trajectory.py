@@ -44,7 +44,7 @@ def _host_add_batch(self: TrajectoryReplayBuffer, items: Any) -> Launch:
 def _host_get_next(self: TrajectoryReplayBuffer, sample_batch_size: Any = None, num_steps: Any = None,
                    time_stacked: Any = True) -> Launch:
     op = "get_next"
-    check_sample_args(op, sample_batch_size, num_steps, time_stacked)
+    sample_batch_size, num_steps, time_stacked = check_sample_args(op, sample_batch_size, num_steps, time_stacked)
     check_stored(op, num_steps, int(self.storage.count), self._max_length)
     self._check_request_bytes(op, sample_batch_size, num_steps)
 

@@ -153,10 +153,10 @@ def get_item(columns, head, count, index, check=True):
     """
     capacity = capacity_of(columns)
     # int64 holds every int dtype's values exactly, but uint64's above 2**63, which become
-    # negative and so fail the guard as they should.
+    # negative: never an index from the end, they become ``count``, which fails the guard.
     wide = index.astype(ms.int64)
     total = count.astype(ms.int64)
-    logical = ops.where(wide < 0, wide + total, wide)
+    logical = ops.where(wide < 0, total if index.dtype == ms.uint64 else wide + total, wide)
     rows = logical_to_physical(head, (logical % capacity).astype(ms.int32), capacity)  # a valid row always
     items = each(ops.gather, columns, rows, 0)
     if check:

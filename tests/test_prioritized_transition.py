@@ -318,8 +318,9 @@ BAD_CALLS = [
     ("a NaN priority", update(priorities=[1, np.nan, 1, 1]), ValueError, "priorities"),
     ("an infinite priority", update(priorities=[1, np.inf, 1, 1]), ValueError, "priorities"),
     ("a priority above the largest", update(priorities=[1, 2.0**127, 1, 1]), ValueError, "priorities"),
-    ("fewer priorities than ids", update(priorities=[1, 1, 1]), ValueError, "priorities"),
-    ("priorities of shape (n, 2)", update(priorities=np.ones((4, 2))), ValueError, "priorities"),
+    ("fewer priorities than ids", update(priorities=[1, 1, 1]), ValueError, "priorities' must have the shape of 'ids"),
+    ("priorities of shape (n, 2)", update(priorities=np.ones((4, 2))), ValueError,
+     "priorities' must have the shape of 'ids"),
     ("ids of shape (n, 1)", update(ids=IDS.reshape(4, 1)), ValueError, "ids"),
     ("float ids", update(ids=IDS.astype(F32)), (TypeError, ValueError), "ids"),
 ]

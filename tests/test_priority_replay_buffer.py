@@ -414,6 +414,15 @@ def test_in_a_graph_a_beta_tensor_of_another_dtype_gives_float32_weights(dtype):
     np.testing.assert_allclose(weights.asnumpy(), (prb.min_tree.asnumpy()[1] / leaves) ** 2, rtol=1e-5)
 
 
+def test_a_bfloat16_beta_tensor_is_taken_by_its_value_in_a_direct_call():
+    prb = make()
+    prb.insert(encoded_batch(0, 6))
+    prb.update_priorities(np.arange(6, dtype=I32), np.arange(1, 7, dtype=F32))
+    slots, weights = prb.sample(Tensor(0.5, ms.bfloat16))[:2]  # 0.5 is exact in bfloat16
+    leaves = prb.sum_tree.asnumpy()[tree_size(6):][slots.asnumpy()]
+    np.testing.assert_allclose(weights.asnumpy(), (prb.min_tree.asnumpy()[1] / leaves) ** 0.5, rtol=1e-5)
+
+
 def test_an_empty_update_is_nothing_to_do_in_a_graph_too():
     prb = make()
     prb.insert(encoded_batch(0, 3))

@@ -328,15 +328,36 @@ class Reader(nn.Cell):
         return self.buffer.get_item(index)
 
 
-@pytest.mark.parametrize("index", [4294967297, -4294967294, 2**40])
+@pytest.mark.parametrize("index, dtype", [(4294967297, np.int64), (-4294967294, np.int64), (2**40, np.int64),
+                                          (2**64 - 1, np.uint64), (2**64 - 5, np.uint64)])
 @pytest.mark.slow
-def test_an_int64_index_past_int32_is_refused_in_a_graph_not_cut_to_another_item(index):
+def test_an_index_past_int32_is_refused_in_a_graph_not_cut_to_another_item(index, dtype):
+    # A uint64 near 2**64 is -1 or -5 once held in int64: never an index from the end.
     rb = make()
     rb.insert(encoded_batch(0, 5))
     with pytest.raises(RuntimeError, match="assert failed"):
-        Reader(rb)(Tensor(np.array([index], np.int64)))
+        Reader(rb)(Tensor(np.array([index], dtype)))
     with pytest.raises(IndexError, match=f"but got {index}"):  # and directly, on the host
-        rb.get_item(np.array([index], np.int64))
+        rb.get_item(np.array([index], dtype))
+
+
+class ConstantReader(nn.Cell):
+    def __init__(self, buffer, index):
+        super().__init__()
+        self.buffer = buffer
+        self.index = index
+
+    def construct(self):
+        return self.buffer.get_item(self.index)
+
+
+@pytest.mark.parametrize("index", [2**32 + 1, -(2**32) + 2, 8, -9])
+def test_a_constant_index_past_the_capacity_is_refused_when_the_graph_compiles(index):
+    rb = make(capacity=8)
+    rb.insert(encoded_batch(0, 5))
+    with pytest.raises(IndexError, match=rf"'index' must be in \[-count, count\) .* \[-8, 8\), but got {index}\."):
+        ConstantReader(rb, index)()
+    np.testing.assert_array_equal(decode(*ConstantReader(rb, -1)()), 4)  # in range: read as ever
 
 
 def test_int64_and_unsigned_index_tensors_in_range_read_the_right_items_in_a_graph():

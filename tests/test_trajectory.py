@@ -65,6 +65,20 @@ def test_num_steps_equal_to_the_stored_steps_takes_the_whole_segment():
     assert (t == np.arange(2, 6)).all()
 
 
+def test_numpy_int_sizes_are_taken_as_ints_and_leave_plain_int_calls_working():
+    rb = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4, seed=0)
+    fill(rb, SegmentModel(2, 4), 3, 2)
+    for sizes in ({"num_steps": np.int32(2)}, {"sample_batch_size": np.int32(3)},
+                  {"sample_batch_size": np.uint8(3), "num_steps": np.int16(2)}):
+        plain = {name: int(value) for name, value in sizes.items()}
+        for given in (sizes, plain):  # the numpy call first: its graph is the plain call's too
+            items, info = rb.get_next(**given)
+            expected = tuple(plain[name] for name in ("sample_batch_size", "num_steps") if name in plain)
+            assert items["value"].shape == info.ids.shape == expected, (given, items["value"].shape)
+    items, info = next(iter(rb.as_dataset(sample_batch_size=np.int32(3), num_steps=np.int32(2))))
+    assert items["value"].shape == info.ids.shape == (3, 2)
+
+
 def test_num_steps_longer_than_stored_and_empty_buffers_are_refused():
     rb = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4)
     with pytest.raises(ValueError, match="the buffer is empty"):
