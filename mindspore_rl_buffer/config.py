@@ -31,19 +31,30 @@ constructor arguments; it never changes the caller's dict.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mindspore import nn
 
 from mindspore_rl_buffer import _errors, _validation
-from mindspore_rl_buffer._validation import check_capacity, check_exponent, check_size
+from mindspore_rl_buffer._validation import check_capacity, check_exponent, check_ring_length, check_size
 from mindspore_rl_buffer.compat import UniformReplayBuffer
+from mindspore_rl_buffer.core import RingBuffer, reserved_names, taken_names
 from mindspore_rl_buffer.priority_replay_buffer import PriorityReplayBuffer
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.reservoir_replay_buffer import ReservoirReplayBuffer
+from mindspore_rl_buffer.sharded import ShardedReplayBuffer
 from mindspore_rl_buffer.spaces import space_columns
-from mindspore_rl_buffer.specs import column_specs
+from mindspore_rl_buffer.specs import (
+    TensorSpec,
+    check_batch_bytes,
+    check_column_bytes,
+    check_column_names,
+    check_transition_layout,
+    column_specs,
+    transition_names,
+)
+from mindspore_rl_buffer.transition import TransitionReplayBuffer
 
 # Buffer classes by name, for ``'type'`` given as a string.
 BUFFER_TYPES: dict[str, type] = {
@@ -253,19 +264,61 @@ def create_buffer(spec: Mapping[str, Any], env: Any = None, *, done: bool = Fals
     if isinstance(spec, Mapping) and _MULTI in spec:
         if spec[_MULTI] is not True:  # "yes" or 1 had been taken as true, False as a key of one entry
             raise _errors.value_error("create_buffer", _MULTI, "True (it marks named entries)", spec[_MULTI])
-        # Every entry is validated before any buffer is built.
+        # Every entry is validated before any buffer is built, its columns as its constructor checks them.
         arguments = {name: _entry_arguments(name, entry, env, done) for name, entry in spec.items() if name != _MULTI}
-        return {name: _build(*entry) for name, entry in arguments.items()}
+        return {name: _named(name, _build, *entry) for name, entry in arguments.items()}
     return _build(*buffer_arguments(spec, env, done))
 
 
 def _entry_arguments(name: str, entry: Any, env: Any, done: bool) -> tuple[type, int, dict[str, Any]]:
-    """:func:`buffer_arguments` of the entry ``name`` of a multi-type config; its errors name the entry."""
+    """:func:`buffer_arguments` of the entry ``name`` of a multi-type config, its columns checked as its
+    constructor checks them (:func:`_check_columns`); its errors name the entry."""
+    def check() -> tuple[type, int, dict[str, Any]]:
+        cls, number, kwargs = buffer_arguments(entry, env, done)
+        if _ours(cls):
+            _check_columns(cls, kwargs)
+        return cls, number, kwargs
+
+    return _named(name, check)
+
+
+def _named(name: str, call: Callable[..., Any], *args: Any) -> Any:
+    """``call(*args)``; a ``TypeError`` or ``ValueError`` it raises names the entry ``name`` of a multi-type config
+    (a constructor's check that :func:`_check_columns` does not make, such as a world size, is named too)."""
     try:
-        return buffer_arguments(entry, env, done)
+        return call(*args)
     except (TypeError, ValueError) as error:
         raise type(error)(f"{str(error).rstrip('.')} (in the entry {name!r} of the multi_type_replaybuffer "
                           f"config).") from None
+
+
+def _check_columns(cls: type, kwargs: Mapping[str, Any]) -> None:
+    """The checks the constructor of the library's buffer class ``cls`` makes of the columns of validated
+    arguments (from :func:`buffer_arguments`), by the functions it calls and with its messages, made
+    without building anything: the column names, the item shapes and sizes, a transition buffer's
+    layout and ring length, and the sample's bytes."""
+    op = cls.__name__
+    names, shapes, sample_size = kwargs.get("names"), kwargs["data_shape"], kwargs["sample_size"]
+    if issubclass(cls, TransitionReplayBuffer):  # the frames on the buffer, the other columns in its ring
+        names = transition_names(len(shapes)) if names is None else names
+        check_column_names(op, names, reserved_names(cls, RingBuffer), taken_names(nn.Cell(), cls, RingBuffer))
+        specs = column_specs(shapes, kwargs["data_type"], names)
+        check_transition_layout(op, specs)
+        defaults = inspect.signature(cls).parameters
+        num_envs, stack_size, n_step = (kwargs.get(key, defaults[key].default)
+                                        for key in ("num_envs", "stack_size", "n_step"))
+        max_length = check_ring_length(op, kwargs["capacity"], num_envs, stack_size, n_step)
+        check_column_bytes(op, max_length * num_envs, specs[:1])
+        check_column_bytes(op, max_length, [TensorSpec((num_envs, *s.shape), s.dtype, s.name) for s in specs[1:]])
+        check_batch_bytes(op, "sample_size", sample_size, specs[:1], 2 * stack_size)
+    elif issubclass(cls, (RingBuffer, ShardedReplayBuffer)):
+        # A sharded buffer keeps its columns in a ReplayBuffer of its rank's shard, of at most 'capacity' rows.
+        holder = cls if issubclass(cls, RingBuffer) else ReplayBuffer
+        if names is not None:
+            check_column_names(op, names, reserved_names(holder), taken_names(nn.Cell(), holder))
+        specs = column_specs(shapes, kwargs["data_type"], names)
+        check_column_bytes(op, kwargs["capacity"] if holder is cls else 1, specs)
+        check_batch_bytes(op, "sample_size", sample_size, specs)
 
 
 def _build(cls: type, number: int, kwargs: dict[str, Any]) -> Any:

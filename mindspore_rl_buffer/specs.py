@@ -276,6 +276,11 @@ def check_column_names(op: str, names: Sequence[Any], reserved: Sequence[str], t
 TRANSITION_ROLES = ("observation", "action", "reward", "terminated", "truncated")
 
 
+def transition_names(count: int) -> list[str]:
+    """The names of a transition buffer's ``count`` columns given none: its roles, then ``extra_0``, ``extra_1``, ..."""
+    return [*TRANSITION_ROLES, *(f"extra_{i}" for i in range(count - len(TRANSITION_ROLES)))][:count]
+
+
 def check_transition_layout(op: str, specs: Sequence[Any]) -> None:
     """The columns of a transition buffer: its five roles first, then extras; scalar reward and flags of
     dtypes the graph compares to 0; an observation name beside its ring's."""

@@ -42,7 +42,6 @@ from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
 from mindspore_rl_buffer.ops._common import as_read, as_stored, each, guarded
 from mindspore_rl_buffer.specs import (
-    TRANSITION_ROLES,
     TensorSpec,
     check_batch_bytes,
     check_column_bytes,
@@ -51,6 +50,7 @@ from mindspore_rl_buffer.specs import (
     column_specs,
     spec_fields,
     storage_dtype,
+    transition_names,
 )
 from mindspore_rl_buffer.tf_agents import BufferInfo
 from mindspore_rl_buffer.writer import TransitionWriter
@@ -152,7 +152,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         self._seed = check_seed(op, seed)
         if isinstance(shapes, (list, tuple)):  # else column_specs names the problem
             if names is None:
-                names = [*TRANSITION_ROLES, *(f"extra_{i}" for i in range(len(shapes) - 5))][:len(shapes)]
+                names = transition_names(len(shapes))
             check_column_names(op, names, reserved_names(type(self), RingBuffer), taken_names(self, RingBuffer))
         step_specs = column_specs(shapes, types, names)
         check_transition_layout(op, step_specs)

@@ -119,6 +119,30 @@ TRANSITION_ENTRY = {"type": "TransitionReplayBuffer", "capacity": 64, "sample_si
                     "data_type": ["float32", "int32", "float32", "bool", "bool"]}
 
 
+@pytest.mark.parametrize("entry, message", [
+    ({**DQN_ENTRY, "names": ["head", "a", "r", "s2"]}, r"For 'ReplayBuffer', the column name 'head' is reserved"),
+    ({**DQN_ENTRY, "names": ["", "a", "r", "s2"]},
+     r"For 'ReplayBuffer', 'names' must be non-empty strings, but got ''"),
+    ({**DQN_ENTRY, "names": [" s", "a", "r", "s2"]}, r"the column name ' s' must not start or end with whitespace"),
+    ({**DQN_ENTRY, "data_shape": [(0,), (1,), (1,), (4,)]},
+     r"the shape of column 'column_0' must be a tuple of ints >= 1"),
+    ({**DQN_ENTRY, "type": "PriorityReplayBuffer", "alpha": 0.6, "names": ["sum_tree", "a", "r", "s2"]},
+     r"For 'PriorityReplayBuffer', the column name 'sum_tree' is reserved"),
+    ({**TRANSITION_ENTRY, "data_shape": [(4,), (), (), ()], "data_type": ["float32", "int32", "float32", "bool"]},
+     r"For 'TransitionReplayBuffer', 'shapes' must list at least 5 columns"),
+    ({**TRANSITION_ENTRY, "data_shape": [(4,), (), (2,), (), ()]}, r"the shape of column 'reward' must be \(\)"),
+    ({**TRANSITION_ENTRY, "capacity": 63}, r"'capacity' \(63\) must be a multiple of 'num_envs' \(2\)"),
+    ({**TRANSITION_ENTRY, "names": ["ranks", "action", "reward", "terminated", "truncated"]},
+     r"the column name 'ranks' is reserved"),
+])
+def test_a_multi_type_entry_s_columns_are_checked_before_any_buffer_is_built_naming_the_entry(
+        monkeypatch, entry, message):
+    refuse_to_build(monkeypatch)  # the first entry, a ReplayBuffer, must not be built before the second's error
+    with pytest.raises(ValueError, match=message) as raised:
+        create_buffer({"multi_type_replaybuffer": True, "first": DQN_ENTRY, "second": entry})
+    assert str(raised.value).endswith(" (in the entry 'second' of the multi_type_replaybuffer config).")
+
+
 @pytest.mark.parametrize("base, key, value, error, message", [
     (DQN_ENTRY, "replace", "no", TypeError, r"'replace' must be a bool, but got str"),
     (DQN_ENTRY, "ordered", 1, TypeError, r"'ordered' must be a bool, but got int"),
