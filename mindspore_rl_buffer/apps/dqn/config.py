@@ -170,9 +170,14 @@ def _check_sections(config: Any) -> None:
         if "algorithm_config" in config:
             hint = (" A YAML or JSON config's top level is the algorithm_config itself: remove the "
                     "'algorithm_config:' line and un-indent what was under it.")
+        # A YAML key may be a number, a bool or null: ordered by their text, never compared with the names.
+        unknown = [key for key in config if key not in SECTIONS and key != "algorithm_config"]
+        if unknown:
+            hint += (f" {'It has the unknown entry' if len(unknown) == 1 else 'It has the unknown entries'} "
+                     f"{', '.join(shown(key) for key in unknown)}.")
         raise ValueError(f"For 'train', the 'algorithm_config' must have the entries {list(SECTIONS)}, but "
                          f"{', '.join(repr(s) for s in missing)} {'is' if len(missing) == 1 else 'are'} missing "
-                         f"(got {sorted(config)}).{hint}")
+                         f"(got {sorted(config, key=str)}).{hint}")
     for section in SECTIONS:
         if not isinstance(config[section], Mapping):
             raise TypeError(f"For 'train', the '{section}' entry must be a dict, "

@@ -66,6 +66,17 @@ def test_a_buffer_only_config_names_the_missing_sections(tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_config_with_a_number_for_a_key_names_the_missing_sections_and_the_key(tmp_path, capsys):
+    path = tmp_path / "number-key.yaml"
+    path.write_text("1: oops\nreplay_buffer:\n  type: ReplayBuffer\n  capacity: 100\n")
+    assert cli.main(["train", "--config", str(path), "--out", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err
+    assert error == ("error: For 'train', the 'algorithm_config' must have the entries ['replay_buffer', 'learner', "
+                     "'policy', 'environment', 'trainer'], but 'learner', 'policy', 'environment', 'trainer' are "
+                     "missing (got [1, 'replay_buffer']). It has the unknown entry 1.\n")
+    assert not (tmp_path / "run").exists()
+
+
 def test_the_yaml_layout_copied_from_the_python_file_gets_the_fix(tmp_path, capsys):
     path = tmp_path / "nested.yaml"
     path.write_text("algorithm_config:\n  replay_buffer:\n    number: 1\n")
