@@ -9,20 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mindspore_rl_buffer.apps.atari.trainer import CHECKPOINT, is_atari_config
-
-
-def is_atari_file(path: Path) -> bool:
-    """Whether the config file at ``path`` loads and is an Atari config; ``False`` if it does not load."""
-    from mindspore_rl_buffer import load_config
-
-    try:
-        return is_atari_config(load_config(path))
-    except Exception:  # the CartPole path reports a config that does not load
-        return False
+from mindspore_rl_buffer.apps.atari.trainer import CHECKPOINT
 
 
 def _refused(args: argparse.Namespace) -> str | None:
@@ -34,9 +25,9 @@ def _refused(args: argparse.Namespace) -> str | None:
     return None
 
 
-def train_atari(config_path: Path, args: argparse.Namespace) -> int:
-    """Train on the Atari config at ``config_path`` with the ``train`` arguments ``args``; the exit status."""
-    from mindspore_rl_buffer import load_config
+def train_atari(config: Mapping[str, Any], config_path: Path, args: argparse.Namespace) -> int:
+    """Train on the Atari ``config`` (loaded from ``config_path``) with the ``train`` arguments ``args``;
+    the exit status."""
     from mindspore_rl_buffer.apps.atari import trainer
     from mindspore_rl_buffer.apps.atari.env import MissingAtariError
 
@@ -47,7 +38,6 @@ def train_atari(config_path: Path, args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    config: Any = load_config(config_path)
     log = None if args.no_progress else (lambda line: print(line, flush=True))
     try:
         result, agent = trainer.train(config, max_steps=args.max_steps, seed=args.seed, log=log)

@@ -249,10 +249,16 @@ def _train(args: argparse.Namespace) -> int:
         print(f"error: config file {name!r} not found; pass --config PATH, or one of the shipped configs "
               f"{_shipped_configs()}", file=sys.stderr)
         return 2
-    from mindspore_rl_buffer.apps.atari.cli import is_atari_file, train_atari
+    from mindspore_rl_buffer.apps.atari.cli import train_atari
+    from mindspore_rl_buffer.apps.atari.trainer import is_atari_config
 
-    if is_atari_file(config_path):  # an Atari config (its environment names a game): the Atari trainer
-        return train_atari(config_path, args)
+    try:  # read once: a Python config runs only here
+        config = load_config(config_path)
+    except (TypeError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if is_atari_config(config):  # an Atari config (its environment names a game): the Atari trainer
+        return train_atari(config, config_path, args)
     if args.env == "gymnasium":
         try:
             import gymnasium  # noqa: F401
@@ -260,7 +266,6 @@ def _train(args: argparse.Namespace) -> int:
             print("error: --env gymnasium needs gymnasium: pip install gymnasium", file=sys.stderr)
             return 2
     try:  # the config, the loop and the budget are checked before anything is built
-        config = load_config(config_path)
         entry = check_config(config)
         check_kinds(args.buffer, args.env, entry.transitions)
         loop = trainer.choose_loop(args.loop, args.buffer, args.env)

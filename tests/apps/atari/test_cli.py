@@ -54,6 +54,13 @@ def test_the_cartpole_options_are_refused_for_an_atari_config(tmp_path, capsys, 
                                        f"trainer\n")
 
 
+def test_an_atari_python_config_is_run_once(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "prints.py"
+    path.write_text('print("config run")\nfrom mindspore_rl_buffer.configs.dqn_atari import algorithm_config\n')
+    _handed_over(monkeypatch, ["train", "--config", str(path), "--out", str(tmp_path / "run"), "--no-progress"])
+    assert capsys.readouterr().out == "config run\n"
+
+
 def test_an_out_folder_holding_an_earlier_run_is_refused_without_overwrite(tmp_path, capsys):
     (tmp_path / trainer.CHECKPOINT).write_bytes(b"")
     assert cli.main(["train", "--config", str(CONFIG), "--out", str(tmp_path)]) == 2

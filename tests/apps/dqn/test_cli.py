@@ -77,6 +77,13 @@ def test_a_config_with_a_number_for_a_key_names_the_missing_sections_and_the_key
     assert not (tmp_path / "run").exists()
 
 
+def test_a_python_config_is_run_once(tmp_path, capsys):
+    path = tmp_path / "prints.py"
+    path.write_text('print("config run")\nalgorithm_config = {"environment": {"name": "CartPole-v1"}}\n')
+    assert cli.main(["train", "--config", str(path), "--out", str(tmp_path / "run")]) == 2  # at the config check
+    assert capsys.readouterr().out == "config run\n"
+
+
 def test_the_yaml_layout_copied_from_the_python_file_gets_the_fix(tmp_path, capsys):
     path = tmp_path / "nested.yaml"
     path.write_text("algorithm_config:\n  replay_buffer:\n    number: 1\n")
