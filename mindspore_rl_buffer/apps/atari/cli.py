@@ -27,11 +27,16 @@ def _refused(args: argparse.Namespace) -> str | None:
 
 def train_atari(config: Mapping[str, Any], config_path: Path, args: argparse.Namespace) -> int:
     """Train on the Atari ``config`` (loaded from ``config_path``) with the ``train`` arguments ``args``;
-    the exit status."""
+    the exit status. The config is checked before anything is built (:func:`.trainer.check_config`)."""
     from mindspore_rl_buffer.apps.atari import trainer
     from mindspore_rl_buffer.apps.atari.env import MissingAtariError
 
     problem = _refused(args)
+    if problem is None:
+        try:
+            trainer.check_config(config)
+        except (TypeError, ValueError) as error:
+            problem = f"{str(error).rstrip('.')} (in the config file {str(config_path)!r})."
     out = Path(args.out)
     if problem is None and (out / CHECKPOINT).exists() and not args.overwrite:
         problem = f"--out {args.out!r} holds an earlier run; name a new folder, or pass --overwrite to replace it"

@@ -29,6 +29,65 @@ def is_atari_config(config: Mapping[str, Any]) -> bool:
     return isinstance(environment, Mapping) and "game" in environment
 
 
+SECTIONS = ("replay_buffer", "learner", "policy", "environment", "trainer")
+# The keys of each section but the buffer entry that the trainer reads or the shipped configs give:
+# (required, optional). learner.gamma and environment.repeat_action_probability state the buffer's
+# discount and the environment's setting (see configs/dqn_atari.py).
+SECTION_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "learner": (("learning_rate", "target_sync_period"),
+                ("gamma", "adam_epsilon", "huber_delta", "beta_start", "beta_end")),
+    "policy": (("epsilon_start", "epsilon_end", "epsilon_decay_steps"), ()),
+    "environment": (("game",), ("terminal_on_life_loss", "max_frames_per_episode", "repeat_action_probability")),
+    "trainer": (("max_steps", "learning_starts", "update_period"), ("log_interval", "seed")),
+}
+
+
+def check_config(config: Mapping[str, Any]) -> None:
+    """Check the sections and keys of an Atari config that :func:`train` reads, and its buffer entry, before
+    anything is built.
+
+    Raises:
+        TypeError: If the config or one of its sections is not a dict, or the buffer entry has a value of
+            the wrong type (as :func:`mindspore_rl_buffer.config.buffer_arguments`).
+        ValueError: Naming every missing section, then every missing key; an unknown entry or key (with
+            the closest known one); a buffer entry the library's loader refuses, of ``number`` other than
+            1, or of a type other than a ``TransitionReplayBuffer`` (prioritized or not).
+    """
+    from mindspore_rl_buffer import TransitionReplayBuffer
+    from mindspore_rl_buffer._errors import did_you_mean, shown
+    from mindspore_rl_buffer.config import buffer_arguments
+
+    if not isinstance(config, Mapping):
+        raise TypeError(f"For 'train', an Atari config must be a dict, but got {type(config).__name__}.")
+    missing = [section for section in SECTIONS if section not in config]
+    if missing:
+        raise ValueError(f"For 'train', an Atari config must have the sections {list(SECTIONS)}, but "
+                         f"{', '.join(repr(s) for s in missing)} {'is' if len(missing) == 1 else 'are'} missing.")
+    for key, value in config.items():
+        if key not in SECTIONS:
+            raise ValueError(f"For 'train', an Atari config has the sections {list(SECTIONS)}, but got the unknown "
+                             f"entry {shown(key)}{did_you_mean(key, SECTIONS) or '.'}")
+        if not isinstance(value, Mapping):
+            raise TypeError(f"For 'train', the '{key}' section of an Atari config must be a dict, "
+                            f"but got {type(value).__name__}.")
+    missing = [f"{section}.{key}" for section, (required, _) in SECTION_KEYS.items() for key in required
+               if key not in config[section]]
+    if missing:
+        raise ValueError(f"For 'train', an Atari config must set {', '.join(repr(m) for m in missing)} "
+                         f"(see configs/dqn_atari.py).")
+    for section, (required, optional) in SECTION_KEYS.items():
+        for key in config[section]:
+            if key not in required + optional:
+                raise ValueError(f"For 'train', the '{section}' section of an Atari config takes "
+                                 f"{', '.join(repr(k) for k in required + optional)}, but got the unknown key "
+                                 f"{shown(key)}{did_you_mean(key, required + optional) or '.'}")
+    buffer_type, number, _ = buffer_arguments(config["replay_buffer"])
+    if number != 1 or not issubclass(buffer_type, TransitionReplayBuffer):
+        raise ValueError(f"For 'train', an Atari config's replay buffer must be one TransitionReplayBuffer or "
+                         f"PrioritizedTransitionReplayBuffer ('number' 1), but got {number} of "
+                         f"'{buffer_type.__name__}'.")
+
+
 def linear(start: float, end: float, steps: int, step: int) -> float:
     """``start`` moving linearly to ``end`` over ``steps`` steps, then ``end``."""
     return end if step >= steps else start + (end - start) * step / max(1, steps)

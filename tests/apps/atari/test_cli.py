@@ -61,6 +61,41 @@ def test_an_atari_python_config_is_run_once(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().out == "config run\n"
 
 
+def _must_not_train(config, **kwargs):
+    raise AssertionError("the Atari trainer ran before the config was checked")
+
+
+@pytest.mark.parametrize("change, message", [
+    (None, "an Atari config must have the sections ['replay_buffer', 'learner', 'policy', 'environment', "
+           "'trainer'], but 'replay_buffer', 'learner', 'policy', 'trainer' are missing"),
+    ('del config["trainer"]["update_period"], config["policy"]["epsilon_end"]',
+     "an Atari config must set 'policy.epsilon_end', 'trainer.update_period' (see configs/dqn_atari.py)"),
+    ('config["trainer"]["update_periods"] = 4',
+     "the 'trainer' section of an Atari config takes 'max_steps', 'learning_starts', 'update_period', "
+     "'log_interval', 'seed', but got the unknown key 'update_periods'; did you mean update_period?"),
+    ('config["learner"] = 1e-4', "the 'learner' section of an Atari config must be a dict, but got float"),
+    ('config["replay_buffer"]["capacity"] = 0', "'capacity' must be an int >= 1, but got 0"),
+    ('config["replay_buffer"] = {"type": "ReplayBuffer", "capacity": 64, "data_shape": [[84, 84]], '
+     '"data_type": ["uint8"]}',
+     "an Atari config's replay buffer must be one TransitionReplayBuffer or PrioritizedTransitionReplayBuffer "
+     "('number' 1), but got 1 of 'ReplayBuffer'"),
+])
+def test_a_bad_atari_config_is_a_usage_error_naming_it_before_training(tmp_path, monkeypatch, capsys, change,
+                                                                         message):
+    path = tmp_path / "bad.py"
+    if change is None:  # only the game: what makes a config an Atari config
+        path.write_text('algorithm_config = {"environment": {"game": "Breakout"}}\n')
+    else:
+        path.write_text(f"import copy\nfrom mindspore_rl_buffer.configs.dqn_atari import algorithm_config as base\n"
+                        f"config = copy.deepcopy(base)\n{change}\nalgorithm_config = config\n")
+    monkeypatch.setattr(trainer, "train", _must_not_train)
+    assert cli.main(["train", "--config", str(path), "--out", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: For ") and error.endswith(f" (in the config file {str(path)!r}).\n"), error
+    assert message in error, error
+    assert not (tmp_path / "run").exists()
+
+
 def test_an_out_folder_holding_an_earlier_run_is_refused_without_overwrite(tmp_path, capsys):
     (tmp_path / trainer.CHECKPOINT).write_bytes(b"")
     assert cli.main(["train", "--config", str(CONFIG), "--out", str(tmp_path)]) == 2
