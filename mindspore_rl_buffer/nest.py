@@ -52,13 +52,15 @@ class FlatSpec:
         name = f" '{self.specs[i].name}'" if self.specs[i].name else ""
         return _path_text(self.paths[i]) + name
 
-    def column_names(self, taken: Collection[str] = ()) -> list[str]:
+    def column_names(self, taken: Collection[str] = (), prefix: str = "") -> list[str]:
         """Unique column names: the spec names, else the leaf paths (``items_a_b``), else the leaf
         indices (``items_0``): the first of them that are unique and can name a column on a
-        buffer Cell with attributes ``taken`` (:func:`~mindspore_rl_buffer.specs.name_problem`)."""
+        buffer Cell with attributes ``taken`` whose Parameters MindSpore names ``prefix + name``
+        (:func:`~mindspore_rl_buffer.specs.name_problem`)."""
         for names in ([spec.name for spec in self.specs],
                       ["items" + "".join(f"_{key}" for key in path) for path in self.paths]):
-            if len(set(names)) == len(names) and all(name and name_problem(name, taken) is None for name in names):
+            if len(set(names)) == len(names) and all(name and name_problem(name, taken, prefix) is None
+                                                     for name in names):
                 return names
         return [f"items_{i}" for i in range(len(self.paths))]
 

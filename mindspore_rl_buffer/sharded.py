@@ -30,10 +30,10 @@ from mindspore_rl_buffer._validation import (
     transition_of,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
-from mindspore_rl_buffer.core import given_columns
+from mindspore_rl_buffer.core import given_columns, reserved_names
 from mindspore_rl_buffer.ops import sharded as sharded_ops
-from mindspore_rl_buffer.replay_buffer import ReplayBuffer
-from mindspore_rl_buffer.specs import TensorSpec
+from mindspore_rl_buffer.replay_buffer import ReplayBuffer, replay_buffer_attributes
+from mindspore_rl_buffer.specs import TensorSpec, check_column_names
 
 SAMPLING = ("local", "global")
 
@@ -185,6 +185,8 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
         self._sampling = sampling
         self._ordered = check_bool(op, "ordered", ordered)
         self._seed = check_seed(op, seed)  # an int: a numpy integer would not go into the checkpoint's JSON
+        if names is not None:  # the shard ``storage`` registers its columns as 'storage.<name>'
+            check_column_names(op, names, reserved_names(ReplayBuffer), replay_buffer_attributes(), prefix="storage.")
         try:
             self.storage = ReplayBuffer(sample_size, shard_capacities(capacity, world_size)[rank], shapes, types,
                                         ordered=ordered, seed=self._seed, names=names)

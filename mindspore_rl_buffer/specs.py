@@ -238,25 +238,46 @@ def check_batch_bytes(op: str, arg: str, n: int, specs: Sequence[Any], copies: i
 MAX_NAME_LENGTH = 1024  # the longest Parameter name MindSpore takes
 
 
-def name_problem(name: str, taken: Collection[str] = ()) -> str | None:
+def shown_name(name: str) -> str:
+    """``name`` as a message quotes it: its first 40 characters, then ``...``."""
+    return name if len(name) <= 40 else f"{name[:40]}..."
+
+
+def length_problem(name: str, prefix: str = "") -> str | None:
+    """Why ``name`` is too long for a column whose Parameter MindSpore names ``prefix + name``;
+    ``None`` if it is not."""
+    if len(prefix) + len(name) <= MAX_NAME_LENGTH:
+        return None
+    if not prefix:
+        return f"must have at most {MAX_NAME_LENGTH} characters (MindSpore's longest Parameter name), not {len(name)}"
+    return (f"must have at most {MAX_NAME_LENGTH - len(prefix)} characters (the buffer registers its Parameter as "
+            f"{shown_name(prefix) + '<name>'!r}, and MindSpore's longest Parameter name has {MAX_NAME_LENGTH}), "
+            f"not {len(name)}")
+
+
+def name_problem(name: str, taken: Collection[str] = (), prefix: str = "") -> str | None:
     """Why ``name`` cannot name a column on a buffer Cell whose attributes are ``taken``; ``None`` if it can.
 
     MindSpore registers each column's Parameter on the Cell under its name: it strips the name,
     takes at most ``MAX_NAME_LENGTH`` characters, and refuses a name an attribute already holds.
+    A buffer that keeps its columns in an inner Cell (``storage``) registers them as ``prefix + name``.
     """
     if name != name.strip():
         return "must not start or end with whitespace (MindSpore strips it from a Parameter's name)"
-    if len(name) > MAX_NAME_LENGTH:
-        return f"must have at most {MAX_NAME_LENGTH} characters (MindSpore's longest Parameter name), not {len(name)}"
+    problem = length_problem(name, prefix)
+    if problem:
+        return problem
     if name.startswith("_") or name in taken:
         return ("is taken by the buffer: MindSpore registers each column on the buffer Cell under its name, and "
                 "the Cell has an attribute or method of that name (names starting with '_' are kept for them)")
     return None
 
 
-def check_column_names(op: str, names: Sequence[Any], reserved: Sequence[str], taken: Collection[str] = ()) -> None:
+def check_column_names(op: str, names: Sequence[Any], reserved: Sequence[str], taken: Collection[str] = (),
+                       prefix: str = "") -> None:
     """Column names: a list or tuple of non-empty strings, none of them a name the buffer keeps its own
-    state under (``reserved``) or cannot register a column under (:func:`name_problem`)."""
+    state under (``reserved``) or cannot register a column under (:func:`name_problem`, with the
+    ``prefix`` its Parameters get)."""
     if not isinstance(names, (list, tuple)):  # a str or a dict would be taken apart silently
         raise _errors.type_error(op, "names", "a list of str", names)
     for name in names:
@@ -267,10 +288,9 @@ def check_column_names(op: str, names: Sequence[Any], reserved: Sequence[str], t
         if name in reserved:
             raise ValueError(f"For '{op}', the column name {name!r} is reserved: the buffer keeps its own "
                              f"state under the names {sorted(reserved)}; choose another name.")
-        problem = name_problem(name, taken)
+        problem = name_problem(name, taken, prefix)
         if problem:
-            shown = name if len(name) <= 40 else f"{name[:40]}..."
-            raise ValueError(f"For '{op}', the column name {shown!r} {problem}; choose another name.")
+            raise ValueError(f"For '{op}', the column name {shown_name(name)!r} {problem}; choose another name.")
 
 
 TRANSITION_ROLES = ("observation", "action", "reward", "terminated", "truncated")

@@ -151,9 +151,10 @@ class TFAgentsAPI:
     _dataset_window_shift: int | None = None
 
     def _column_names(self) -> list[str]:
-        """The leaves' column names: names a device :class:`ReplayBuffer` can hold (:meth:`FlatSpec.column_names`),
-        other than the info columns of :meth:`as_mindspore_dataset`."""
-        return self._flat.column_names(replay_buffer_attributes() | frozenset(_INFO_COLUMNS))
+        """The leaves' column names: names the ring ``storage`` of a :class:`TrajectoryReplayBuffer` can hold,
+        registered as ``storage.<name>`` (:meth:`FlatSpec.column_names`), other than the info columns of
+        :meth:`as_mindspore_dataset`; the same for the numpy buffer, whose items move to the device."""
+        return self._flat.column_names(replay_buffer_attributes() | frozenset(_INFO_COLUMNS), prefix="storage.")
 
     def _leaf_paths(self) -> list[list[Any]]:
         """The leaves' paths in the nest, JSON-ready (a record's ``leaf_paths``): two specs of the

@@ -406,6 +406,21 @@ def test_any_data_spec_gets_column_names_and_round_trips(spec, names, tmp_path):
             np.testing.assert_array_equal(got.reshape(want.shape), want)
 
 
+def test_names_too_long_for_the_storage_fall_back_to_paths_or_positions():
+    # Its ring 'storage' registers a column as 'storage.<name>': a spec name (or a leaf path) past 1016
+    # characters cannot name one, and falls back as any other unusable name does.
+    act = TensorSpec([], ms.int32, "act")
+    for spec, names in [
+            ((TensorSpec([2], ms.float32, "o" * 1016), act), ["o" * 1016, "act"]),
+            ((TensorSpec([2], ms.float32, "o" * 1017), act), ["items_0", "items_1"]),
+            ({"obs": TensorSpec([2], ms.float32, "o" * 1020), "act": act}, ["items_act", "items_obs"]),
+            ({"k" * 1010: TensorSpec([2], ms.float32), "act": TensorSpec([], ms.int32)},
+             ["items_act", "items_" + "k" * 1010]),
+            ({"k" * 1011: TensorSpec([2], ms.float32), "act": TensorSpec([], ms.int32)}, ["items_0", "items_1"])]:
+        assert list(TrajectoryReplayBuffer(spec, batch_size=2, max_length=4).storage.names) == names
+        assert PyUniformReplayBuffer(spec, 8)._column_names() == names  # the same columns on both buffers
+
+
 def _nested(depth):
     spec, item = TensorSpec([2], ms.float32, "x"), np.arange(6, dtype=np.float32).reshape(3, 2)
     for level in range(depth):

@@ -261,6 +261,16 @@ def test_a_tiny_priority_exponent_caps_priorities_at_the_float_ceiling_instead_o
     (lambda: named(["state", "a ", "a"]), r"the column name 'a ' must not start or end with whitespace"),
     (lambda: named(["state", "a" * 1025, "reward"]), r"the column name 'a{40}\.\.\.' must have at most 1024 "
                                                       r"characters .*, not 1025"),
+    # The composite buffers register their ring's columns as 'storage.<name>': 8 characters fewer fit.
+    *((lambda cls=cls: __import__("mindspore_rl_buffer").__dict__[cls](
+        4, 16, [(2,), (), (), (), ()], ["float32", "int32", "float32", "uint8", "uint8"],
+        names=["observation", "a" * 1017, "reward", "terminated", "truncated"]),
+       rf"For '{cls}', the column name 'a{{40}}\.\.\.' must have at most 1016 characters \(the buffer registers its "
+       r"Parameter as 'storage\.<name>', and MindSpore's longest Parameter name has 1024\), not 1017")
+      for cls in ("TransitionReplayBuffer", "PrioritizedTransitionReplayBuffer")),
+    (lambda: __import__("mindspore_rl_buffer").ShardedReplayBuffer(2, 8, [(), ()], ["float32", "int32"],
+                                                                   names=["x", "a" * 1017]),
+     r"For 'ShardedReplayBuffer', the column name 'a{40}\.\.\.' must have at most 1016 characters .*'storage\.<name>'"),
     (lambda: __import__("mindspore_rl_buffer").UniformReplayBuffer(2, 4, [(), ()], ["float32", "int32"],
                                                                    names=["buffer", "x"]), "'buffer' is taken"),
     (lambda: __import__("mindspore_rl_buffer").TransitionReplayBuffer(
@@ -337,6 +347,22 @@ def test_a_sharded_buffer_names_an_unreadable_file_or_one_of_another_type(tmp_pa
 def test_a_name_of_1024_characters_and_inner_spaces_are_column_names():
     rb = named(["state", "a" * 1024, "next state"])
     assert [p.name for p in rb.columns] == ["state", "a" * 1024, "next state"]
+
+
+def test_a_composite_buffer_counts_its_prefix_against_the_name_limit():
+    from mindspore_rl_buffer import ShardedReplayBuffer, TransitionReplayBuffer
+
+    with pytest.raises(ValueError, match=r"For 'ShardedReplayBuffer', the column name 'a{40}\.\.\.' must have at most "
+                                         r"1016 characters"):
+        ShardedReplayBuffer(2, 8, [(), ()], ["float32", "int32"], names=["x", "a" * 1017])
+    sharded = ShardedReplayBuffer(2, 8, [(), ()], ["float32", "int32"], names=["x", "a" * 1016])
+    assert [p.name for p in sharded.storage.columns] == ["storage.x", "storage." + "a" * 1016]
+    # The observation is no Parameter of the ring (its frames are 'frames'): it keeps the full limit.
+    transitions = TransitionReplayBuffer(2, 8, [(2,), (), (), (), ()],
+                                         ["float32", "int32", "float32", "uint8", "uint8"],
+                                         names=["o" * 1024, "a" * 1016, "reward", "terminated", "truncated"])
+    assert transitions.names[:2] == ("o" * 1024, "a" * 1016)
+    assert transitions.storage.columns[0].name == "storage." + "a" * 1016
 
 
 def test_a_numpy_integer_seed_is_kept_as_an_int_and_the_buffer_saves(tmp_path):
