@@ -365,6 +365,28 @@ def test_a_composite_buffer_counts_its_prefix_against_the_name_limit():
     assert transitions.storage.columns[0].name == "storage." + "a" * 1016
 
 
+def test_a_cell_whose_attribute_makes_a_parameter_name_too_long_is_refused_naming_it():
+    from mindspore import nn
+
+    from mindspore_rl_buffer import ReplayBuffer
+
+    rb = ReplayBuffer(2, 4, [()], ["int32"], names=["a" * 1020])
+
+    class Net(nn.Cell):
+        def __init__(self, buffer):
+            super().__init__()
+            self.buffer = buffer
+
+    with pytest.raises(ValueError, match=r"^For 'ReplayBuffer', its Parameter 'a{40}\.\.\.', named "
+                                         r"'buffer\.a{33}\.\.\.' under the prefix 'buffer\.' of the Cell that "
+                                         r"holds the buffer, must have a name of at most 1024 characters .*, but got "
+                                         r"1027; choose a shorter column name or attribute name\.$"):
+        Net(rb)
+    assert [p.name for p in rb.get_parameters()][:1] == ["a" * 1020]  # no Parameter renamed
+    fits = ReplayBuffer(2, 4, [()], ["int32"], names=["a" * 1017])
+    assert Net(fits).buffer.columns[0].name == "buffer." + "a" * 1017
+
+
 def test_a_numpy_integer_seed_is_kept_as_an_int_and_the_buffer_saves(tmp_path):
     from mindspore_rl_buffer import PyUniformReplayBuffer, ReplayBuffer, TrajectoryReplayBuffer
     from tests.helpers import SPEC1
