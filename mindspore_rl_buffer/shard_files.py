@@ -141,11 +141,13 @@ def save_shard(buffer: Any, path: str | os.PathLike, group: str | None) -> str:
 
 
 def _rank_file(op: str, buffer: Any, path: str | os.PathLike) -> str:
-    """This rank's file under ``path``, or the error of its absence."""
+    """This rank's file under ``path``, or the error of its absence. Anything at the path counts as
+    present: the load refuses a folder, a FIFO or a symlink loop there, saying why, as for every buffer
+    (:func:`~mindspore_rl_buffer.checkpoint.read_checkpoint`)."""
     file = shard_path(path, buffer.rank, buffer.world_size)
-    if buffer.world_size == 1 and not os.path.isfile(file) and os.path.isfile(path):
+    if buffer.world_size == 1 and not os.path.lexists(file) and os.path.lexists(path):
         return os.fspath(path)  # one rank's whole buffer, as mindspore.save_checkpoint writes it
-    if not os.path.isfile(file):
+    if not os.path.lexists(file):
         saved = sorted(saved_world_sizes(path) - {buffer.world_size})
         if saved:
             error = _errors.world_size_error(op, os.fspath(path), saved[0], buffer.world_size)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -189,6 +190,27 @@ def test_save_and_load_restore_the_shard_in_place_after_compilation(tmp_path):
     with pytest.raises(FileNotFoundError, match="no checkpoint file for this rank"):
         other.load(tmp_path / "nothing.ckpt")
     assert state_of(other)[1:] == (0, 0)
+
+
+def test_a_rank_file_that_is_not_a_regular_file_is_refused_saying_what_it_is(tmp_path):
+    # As every buffer's load refuses such a path: not as a missing rank file.
+    (tmp_path / "folder.rank0-of-1.ckpt").mkdir()
+    (tmp_path / "loop.rank0-of-1.ckpt").symlink_to(tmp_path / "loop.rank0-of-1.ckpt")
+    os.mkfifo(tmp_path / "fifo.rank0-of-1.ckpt")
+    (tmp_path / "whole.ckpt").mkdir()  # no rank file beside it: with one rank, the load reads the path itself
+    cases = {"folder": ("folder.rank0-of-1.ckpt", "is a folder, not a file"),
+             "loop": ("loop.rank0-of-1.ckpt", "cannot be examined: Too many levels of symbolic"),
+             "fifo": ("fifo.rank0-of-1.ckpt", "must be a regular file, but it is a device, a FIFO or a socket"),
+             "whole": ("whole.ckpt", "is a folder, not a file")}
+    buffer = make()
+    buffer.insert(encoded_batch(0, 3))
+    saved = state_of(buffer)
+    for name, (file, message) in cases.items():
+        where = re.escape(str(tmp_path / file))
+        with pytest.raises(ValueError, match=rf"^For 'load', the checkpoint file '{where}' {message}"):
+            buffer.load(tmp_path / f"{name}.ckpt")
+    after = state_of(buffer)
+    assert after[1:] == saved[1:] and all(np.array_equal(a, b) for a, b in zip(after[0], saved[0]))
 
 
 # ------------------------------------------------------------------ two ranks, msrun
