@@ -37,7 +37,7 @@ from mindspore import Tensor, jit, nn, ops
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer.nest import rebuild, structure, template
 from mindspore_rl_buffer.ops._common import draws
-from mindspore_rl_buffer.specs import MAX_NAME_LENGTH, shown_name
+from mindspore_rl_buffer.specs import check_prefixed_names
 
 # MindSpore's compile and launch are not thread-safe (a data-pipeline thread and the main
 # thread calling compiled graphs at once corrupt compilation): every direct call of a
@@ -264,13 +264,10 @@ def launch(buffer: Any, body: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     layout, flat = _split(args)
     twins = buffer.__dict__.setdefault("_direct_twins", {})
     key = (body.__qualname__, layout)
-    twin = twins.get(key)
-    if twin is None:  # compiled by its first call: one that fails is not kept for the next call
-        twin = _make_twin(buffer, body, layout)
-        outputs = twin(*flat)
-        twins[key] = twin
-        return outputs
-    return twin(*flat)
+    twin = twins.get(key) or _make_twin(buffer, body, layout)
+    outputs = twin(*flat)
+    twins[key] = twin  # once its first call ran: a twin that fails to compile is not kept
+    return outputs
 
 
 # A method's signature, read once: a direct call of a method without a host check binds to it.
@@ -405,19 +402,6 @@ def check_not_rebound(prefix: str, cls: type) -> None:
         frame = frame.f_back
 
 
-def check_prefixed_names(op: str, prefix: str, names: Sequence[str]) -> None:
-    """Refuse a ``prefix`` (``<attribute>.``, which a Cell holding the buffer gives its Parameters)
-    that would make one of the Parameter ``names`` longer than MindSpore takes, naming that
-    Parameter, instead of MindSpore's error quoting the whole name."""
-    for name in names:
-        full = prefix + name
-        if len(full) > MAX_NAME_LENGTH:
-            raise ValueError(f"For '{op}', its Parameter {shown_name(name)!r}, named {shown_name(full)!r} under the "
-                             f"prefix {shown_name(prefix)!r} of the Cell that holds the buffer, must have a name of at "
-                             f"most {MAX_NAME_LENGTH} characters (MindSpore's longest Parameter name), but got "
-                             f"{len(full)}; choose a shorter column name or attribute name.")
-
-
 class BufferCell(nn.Cell):
     """Base of the buffer Cells: refuses the rebinding MindSpore makes of a bare call.
 
@@ -432,6 +416,5 @@ class BufferCell(nn.Cell):
         """See ``mindspore.nn.Cell``; also refuses a graph's rebinding of the buffer, and a prefix that
         would make a Parameter's name too long for MindSpore, before any Parameter is renamed."""
         check_not_rebound(prefix, type(self))
-        names = [name for name, _ in self.parameters_and_names(expand=recurse)]
-        check_prefixed_names(type(self).__name__, prefix, names)
+        check_prefixed_names(type(self).__name__, prefix, [n for n, _ in self.parameters_and_names(expand=recurse)])
         return super().update_parameters_name(prefix, recurse)

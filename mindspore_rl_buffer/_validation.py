@@ -313,60 +313,6 @@ def check_not_empty(op: str, size: int) -> None:
         raise _errors.empty_error(op)
 
 
-# ----------------------------------------------------------------- TF-Agents' sampling
-def check_sample_args(op: str, sample_batch_size: Any, num_steps: Any,
-                      time_stacked: Any = True) -> tuple[int | None, int | None, bool]:
-    """The arguments shared by ``get_next`` and ``as_dataset``, checked; returned as Python ints
-    (a numpy integer, which MindSpore's graphs do not take as a shape, included)."""
-    return (check_optional_size(op, "sample_batch_size", sample_batch_size),
-            check_optional_size(op, "num_steps", num_steps), check_bool(op, "time_stacked", time_stacked))
-
-
-def _check_window_length(op: str, num_steps: int | None, max_length: int) -> int:
-    steps = 1 if num_steps is None else num_steps
-    if steps > max_length:
-        raise ValueError(f"For '{op}', 'num_steps' ({steps}) must not exceed the {max_length} time steps "
-                         f"the buffer can hold.")
-    return steps
-
-
-def check_window(op: str, sample_batch_size: Any, num_steps: Any, time_stacked: Any, max_length: int) -> None:
-    """:func:`check_sample_args`, and windows no longer than the buffer holds: what a graph can check."""
-    check_sample_args(op, sample_batch_size, num_steps, time_stacked)
-    _check_window_length(op, num_steps, max_length)
-
-
-check_window_graph = ops.constexpr(check_window)
-
-
-def check_stored(op: str, num_steps: int | None, stored: int, max_length: int) -> None:
-    """Refuse to sample an empty buffer, or windows longer than what is stored."""
-    steps = _check_window_length(op, num_steps, max_length)
-    check_not_empty(op, stored)
-    if steps > stored:
-        raise ValueError(f"For '{op}', 'num_steps' ({steps}) must not exceed the {stored} time steps stored.")
-
-
-def check_deterministic_pass(op: str, sample_batch_size: int | None, num_steps: int | None,
-                             limits: tuple[tuple[str, int], tuple[str, int]], drop_remainder: bool) -> None:
-    """Refuse a deterministic pass that would drop ALL data, whatever is stored.
-
-    ``limits`` names the segments and the time steps a segment can hold with their values
-    (``(('batch_size', 2), ('max_length', 3))``). With ``drop_remainder`` a group of segments
-    smaller than ``sample_batch_size`` and a window shorter than ``num_steps`` are dropped; with
-    a ``sample_batch_size``, short windows always are.
-    """
-    (segments_arg, segments), (length_arg, length) = limits
-    if drop_remainder and sample_batch_size is not None and sample_batch_size > segments:
-        raise ValueError(f"For '{op}', 'sample_batch_size' ({sample_batch_size}) must not exceed '{segments_arg}' "
-                         f"({segments}) with dataset_drop_remainder=True: ALL data would be dropped by the "
-                         f"deterministic pass.")
-    if num_steps is not None and num_steps > length and (drop_remainder or sample_batch_size is not None):
-        why = "dataset_drop_remainder=True" if drop_remainder else "a sample_batch_size (batched windows are whole)"
-        raise ValueError(f"For '{op}', 'num_steps' ({num_steps}) must not exceed '{length_arg}' ({length}) with "
-                         f"{why}: ALL data would be dropped by the deterministic pass.")
-
-
 def check_leaves(op, descriptions, shapes, dtypes, got_shapes, got_dtypes):
     """Check the leaves of a nest against a data spec; on the host, and when a graph is compiled."""
     if got_shapes is None or got_dtypes is None:  # only inside a graph: the leaves of a host object

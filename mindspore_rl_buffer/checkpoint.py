@@ -31,7 +31,6 @@ import contextlib
 import itertools
 import json
 import os
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -42,18 +41,19 @@ import xxhash
 from mindspore import nn
 
 from mindspore_rl_buffer._graph import DIRECT_CALLS, refuse_destroyed
-from mindspore_rl_buffer.checkpoint_files import read_tensors, refuse_missing_beside_shards, same_setting, unprefixed
+from mindspore_rl_buffer.checkpoint_files import (
+    FORMAT,
+    RECORD,
+    ROOT,
+    SHARDED_1,
+    read_tensors,
+    refuse_missing_beside_shards,
+    same_setting,
+    unprefixed,
+    upgrade,
+)
 from mindspore_rl_buffer.files import FORMATS, check_regular_file, fsync_folder
 from mindspore_rl_buffer.specs import TensorSpec, mindspore_dtype
-
-FORMAT = "mindspore_rl_buffer-checkpoint-2"
-FORMAT_1 = "mindspore_rl_buffer-checkpoint-1"
-RECORD = "mindspore_rl_buffer.record"
-# The name of the buffer a checkpoint is saved from or loaded into itself (not held in a network).
-ROOT = "."
-# The keys of every buffer's record in format 2: a record without one would skip its check.
-RECORD_KEYS = ("type", "capacity", "specs", "settings")
-_SHARDED_1 = ("metadata", "head", "count")  # with column/<name>: a ShardedReplayBuffer's first format
 
 
 def checksum(value: Any) -> str:
@@ -249,71 +249,7 @@ def read_checkpoint(op: str, path: str | os.PathLike, wanted: Callable[[str], bo
         refuse_missing_beside_shards(op, path)
     check_regular_file(op, "checkpoint", path)
     keep = (lambda name: True) if wanted is None else (lambda name: name == RECORD or wanted(name))
-    return _upgrade(op, path, read_tensors(op, path, file_format, keep))
-
-
-def _upgrade(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None,
-                                                                   dict[str, str]]:
-    """Read a file of any format into ``(tensors, {buffer path: record}, {tensor: checksum})``."""
-    raw = loaded.pop(RECORD, None)
-    if raw is None:
-        if set(_SHARDED_1) <= set(loaded) and any(key.startswith("column/") for key in loaded):
-            return (*_upgrade_sharded_1(op, path, loaded), {})  # format 1 of ShardedReplayBuffer
-        return loaded, None, {}
-    try:
-        meta = json.loads(raw.asnumpy().tobytes())
-        version = meta.get("format")
-        checksums = {}
-        if version == FORMAT:
-            records, checksums = meta["buffers"], meta.get("checksums", {})
-        elif version == FORMAT_1:  # records were reprs: only the type (and alpha) are read back
-            records = {name: _record_1(text) for name, text in meta["buffers"].items()}
-        else:
-            raise ValueError(f"unknown format {version!r}")
-        if not isinstance(records, dict) or not all(isinstance(r, dict) for r in records.values()) \
-                or not isinstance(checksums, dict):
-            raise ValueError("the records are not a dict of dicts")
-        if version == FORMAT:
-            for name, record in records.items():
-                missing = [key for key in RECORD_KEYS if key not in record]
-                if missing:
-                    raise ValueError(f"the record of '{name}' must hold 'type', 'capacity', 'specs' and 'settings', "
-                                     f"as every record of format 2 does, but it has no {missing[0]!r}")
-                if not isinstance(record["settings"], dict):
-                    raise ValueError(f"the settings in the record of '{name}' must be a dict, but got "
-                                     f"{type(record['settings']).__name__}")
-    except RecursionError:  # JSON nested past Python's recursion limit
-        raise ValueError(f"For '{op}', '{path}' has an unreadable buffer record: it nests too deep to parse") from None
-    except (ValueError, KeyError, AttributeError, TypeError, UnicodeDecodeError) as error:
-        raise ValueError(f"For '{op}', '{path}' has an unreadable buffer record: {error}") from error
-    return loaded, records, checksums
-
-
-def _record_1(text: str) -> dict[str, Any]:
-    """A record of format 1 (a repr): its type and, for a priority buffer, the ``alpha`` that
-    text always held; no other setting of that text is read back."""
-    record: dict[str, Any] = {"type": text.split("(", 1)[0]}
-    alpha = re.search(r"\balpha=([0-9.eE+-]+)", text)
-    if alpha:
-        record["settings"] = {"alpha": float(alpha.group(1))}
-    elif record["type"] == "PriorityReplayBuffer":
-        raise ValueError("the record of a PriorityReplayBuffer must hold its alpha, as every record of format 1 "
-                         f"does, but got {text!r}")
-    return record
-
-
-def _upgrade_sharded_1(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    try:
-        meta = json.loads(str(loaded.pop("metadata")))
-        names = [column[0] for column in meta["columns"]]
-        tensors = {f"storage.{name}": loaded.pop(f"column/{name}") for name in names}
-        tensors["storage.head"], tensors["storage.count"] = loaded.pop("head"), loaded.pop("count")
-        settings = {key: meta[key] for key in ("world_size", "rank", "local_capacity")}
-        records = {ROOT: {"type": "ShardedReplayBuffer", "capacity": meta["capacity"], "settings": settings},
-                   "storage": {"type": "ReplayBuffer", "capacity": meta["local_capacity"]}}
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"For '{op}', '{path}' has an unreadable buffer record: {error}") from error
-    return tensors, records
+    return upgrade(op, path, read_tensors(op, path, file_format, keep))
 
 
 def _record_problems(path: Path, name: str, ours: dict[str, Any], theirs: dict[str, Any] | None,
@@ -375,7 +311,7 @@ def load_checkpoint(path: str | os.PathLike, net: Any, *, restore: bool = True) 
     state = _state(op, net)
     buffers = _buffers(net)
     # Only the tensors of net (and of a sharded buffer's first format) are read: any others cost nothing.
-    loaded, records, checksums = read_checkpoint(op, path, lambda name: name in state or name in _SHARDED_1
+    loaded, records, checksums = read_checkpoint(op, path, lambda name: name in state or name in SHARDED_1
                                                  or name.startswith("column/")
                                                  or any(name.endswith(f".{own}") for own in state))
     loaded = unprefixed(loaded, state)

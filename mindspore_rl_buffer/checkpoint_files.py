@@ -1,4 +1,5 @@
-"""Reading checkpoint files: every tensor checked against its bytes before it is built.
+"""Reading checkpoint files: every tensor checked against its bytes before it is built, and
+the buffer records of every format read into the current one (:func:`upgrade`).
 
 MindSpore 2.10's ``.ckpt`` reader builds each tensor from the dims the file declares without
 checking that its bytes agree. Measured here: a file whose dims disagreed with its data (a
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import gc
 import itertools
+import json
 import math
+import re
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -26,6 +29,15 @@ from google.protobuf.message import DecodeError
 from mindspore.train.checkpoint_pb2 import Checkpoint
 
 from mindspore_rl_buffer.files import saved_world_sizes, shard_path
+
+FORMAT = "mindspore_rl_buffer-checkpoint-2"
+FORMAT_1 = "mindspore_rl_buffer-checkpoint-1"
+RECORD = "mindspore_rl_buffer.record"
+# The name of the buffer a checkpoint is saved from or loaded into itself (not held in a network).
+ROOT = "."
+# The keys of every buffer's record in format 2: a record without one would skip its check.
+RECORD_KEYS = ("type", "capacity", "specs", "settings")
+SHARDED_1 = ("metadata", "head", "count")  # with column/<name>: a ShardedReplayBuffer's first format
 
 # The numpy dtype of each tensor type MindSpore writes; bfloat16 is read through its 16 bits.
 _NUMPY = {"Int8": np.int8, "UInt8": np.uint8, "Int16": np.int16, "UInt16": np.uint16, "Int32": np.int32,
@@ -149,3 +161,67 @@ def unprefixed(loaded: dict[str, Any], state: Mapping[str, Any]) -> dict[str, An
     if len(found) != 1:
         return loaded
     return {name: loaded[found[0] + name] for name in state}
+
+
+def upgrade(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None,
+                                                                  dict[str, str]]:
+    """Read a file of any format into ``(tensors, {buffer path: record}, {tensor: checksum})``."""
+    raw = loaded.pop(RECORD, None)
+    if raw is None:
+        if set(SHARDED_1) <= set(loaded) and any(key.startswith("column/") for key in loaded):
+            return (*_upgrade_sharded_1(op, path, loaded), {})  # format 1 of ShardedReplayBuffer
+        return loaded, None, {}
+    try:
+        meta = json.loads(raw.asnumpy().tobytes())
+        version = meta.get("format")
+        checksums = {}
+        if version == FORMAT:
+            records, checksums = meta["buffers"], meta.get("checksums", {})
+        elif version == FORMAT_1:  # records were reprs: only the type (and alpha) are read back
+            records = {name: _record_1(text) for name, text in meta["buffers"].items()}
+        else:
+            raise ValueError(f"unknown format {version!r}")
+        if not isinstance(records, dict) or not all(isinstance(r, dict) for r in records.values()) \
+                or not isinstance(checksums, dict):
+            raise ValueError("the records are not a dict of dicts")
+        if version == FORMAT:
+            for name, record in records.items():
+                missing = [key for key in RECORD_KEYS if key not in record]
+                if missing:
+                    raise ValueError(f"the record of '{name}' must hold 'type', 'capacity', 'specs' and 'settings', "
+                                     f"as every record of format 2 does, but it has no {missing[0]!r}")
+                if not isinstance(record["settings"], dict):
+                    raise ValueError(f"the settings in the record of '{name}' must be a dict, but got "
+                                     f"{type(record['settings']).__name__}")
+    except RecursionError:  # JSON nested past Python's recursion limit
+        raise ValueError(f"For '{op}', '{path}' has an unreadable buffer record: it nests too deep to parse") from None
+    except (ValueError, KeyError, AttributeError, TypeError, UnicodeDecodeError) as error:
+        raise ValueError(f"For '{op}', '{path}' has an unreadable buffer record: {error}") from error
+    return loaded, records, checksums
+
+
+def _record_1(text: str) -> dict[str, Any]:
+    """A record of format 1 (a repr): its type and, for a priority buffer, the ``alpha`` that
+    text always held; no other setting of that text is read back."""
+    record: dict[str, Any] = {"type": text.split("(", 1)[0]}
+    alpha = re.search(r"\balpha=([0-9.eE+-]+)", text)
+    if alpha:
+        record["settings"] = {"alpha": float(alpha.group(1))}
+    elif record["type"] == "PriorityReplayBuffer":
+        raise ValueError("the record of a PriorityReplayBuffer must hold its alpha, as every record of format 1 "
+                         f"does, but got {text!r}")
+    return record
+
+
+def _upgrade_sharded_1(op: str, path: Path, loaded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    try:
+        meta = json.loads(str(loaded.pop("metadata")))
+        names = [column[0] for column in meta["columns"]]
+        tensors = {f"storage.{name}": loaded.pop(f"column/{name}") for name in names}
+        tensors["storage.head"], tensors["storage.count"] = loaded.pop("head"), loaded.pop("count")
+        settings = {key: meta[key] for key in ("world_size", "rank", "local_capacity")}
+        records = {ROOT: {"type": "ShardedReplayBuffer", "capacity": meta["capacity"], "settings": settings},
+                   "storage": {"type": "ReplayBuffer", "capacity": meta["local_capacity"]}}
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"For '{op}', '{path}' has an unreadable buffer record: {error}") from error
+    return tensors, records

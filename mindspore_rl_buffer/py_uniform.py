@@ -9,14 +9,22 @@ from typing import Any
 import mindspore as ms
 import numpy as np
 
-from mindspore_rl_buffer._validation import check_capacity, check_sample_args, check_seed, check_stored
+from mindspore_rl_buffer._validation import check_capacity, check_seed
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
 from mindspore_rl_buffer.contracts import ring_contract
 from mindspore_rl_buffer.host_ring import NumpyRing, generator_of, generator_problems, generator_words
 from mindspore_rl_buffer.nest import FlatSpec
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.specs import TensorSpec, numpy_dtype
-from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI, add_counter_contract, added_default, item_ids
+from mindspore_rl_buffer.tf_agents import (
+    BufferInfo,
+    TFAgentsAPI,
+    add_counter_contract,
+    added_default,
+    check_sample_args,
+    check_stored,
+    item_ids,
+)
 
 
 class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):

@@ -318,3 +318,16 @@ def check_transition_layout(op: str, specs: Sequence[Any]) -> None:
             raise _errors.column_error(op, spec.name, "dtype", "bool, uint8, a signed int or a float (the graph "
                                        "compares flags to 0, which MindSpore 2.10 cannot for uint16, uint32, uint64)",
                                        spec.dtype)
+
+
+def check_prefixed_names(op: str, prefix: str, names: Sequence[str]) -> None:
+    """Refuse a ``prefix`` (``<attribute>.``, which a Cell holding the buffer gives its Parameters)
+    that would make one of the Parameter ``names`` longer than MindSpore takes, naming that
+    Parameter, instead of MindSpore's error quoting the whole name."""
+    for name in names:
+        full = prefix + name
+        if len(full) > MAX_NAME_LENGTH:
+            raise ValueError(f"For '{op}', its Parameter {shown_name(name)!r}, named {shown_name(full)!r} under the "
+                             f"prefix {shown_name(prefix)!r} of the Cell that holds the buffer, must have a name of at "
+                             f"most {MAX_NAME_LENGTH} characters (MindSpore's longest Parameter name), but got "
+                             f"{len(full)}; choose a shorter column name or attribute name.")

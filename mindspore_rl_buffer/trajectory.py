@@ -21,11 +21,8 @@ from mindspore_rl_buffer._validation import (
     check_capacity,
     check_leaves_graph,
     check_optional_size,
-    check_sample_args,
     check_seed,
     check_size,
-    check_stored,
-    check_window_graph,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
 from mindspore_rl_buffer.nest import FlatSpec, leaf_at
@@ -33,7 +30,16 @@ from mindspore_rl_buffer.ops import ring
 from mindspore_rl_buffer.ops.rng import uniform_int
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
 from mindspore_rl_buffer.specs import MAX_ITEM_DIMS
-from mindspore_rl_buffer.tf_agents import BufferInfo, TFAgentsAPI, add_counter_contract, added_default, item_ids
+from mindspore_rl_buffer.tf_agents import (
+    BufferInfo,
+    TFAgentsAPI,
+    add_counter_contract,
+    added_default,
+    check_sample_args,
+    check_stored,
+    check_window_graph,
+    item_ids,
+)
 
 
 def _host_add_batch(self: TrajectoryReplayBuffer, items: Any) -> Launch:

@@ -154,8 +154,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
             if names is None:
                 names = transition_names(len(shapes))
             check_column_names(op, names, reserved_names(type(self), RingBuffer), taken_names(self, RingBuffer))
-            # the ring ``storage`` holds every column but the observation: MindSpore names them 'storage.<name>'
-            check_column_names(op, names[1:], (), prefix="storage.")
+            check_column_names(op, names[1:], (), prefix="storage.")  # the ring holds all but the observation
         step_specs = column_specs(shapes, types, names)
         check_transition_layout(op, step_specs)
         self._max_length = check_ring_length(op, capacity, self._num_envs, self._stack_size, self._n_step)

@@ -25,7 +25,7 @@ from mindspore_rl_buffer import (
     load_checkpoint,
     save_checkpoint,
 )
-from mindspore_rl_buffer.checkpoint import FORMAT_1, RECORD
+from mindspore_rl_buffer.checkpoint_files import FORMAT_1, RECORD
 from tests.helpers import DTYPES, NAMES, SHAPES, Learner, RingModel, decode, encoded_batch, make, state_of
 
 ROOT_DIR = Path(__file__).resolve().parents[1]
