@@ -99,9 +99,10 @@ nitpick_ignore_regex = [
     (r"py:class", r"Tensor|Parameter"),
     # numpy types (numpy.ndarray, numpy.int64).
     (r"py:class", r"numpy\..*"),
-    # The standard library in annotations (collections.abc.Mapping, os.PathLike, pathlib.Path).
+    # The standard library in annotations (collections.abc.Mapping, os.PathLike, pathlib.Path,
+    # contextlib.AbstractContextManager).
     (r"py:class", r"collections\.abc\..*"),
-    (r"py:class", r"os\.PathLike|pathlib\.Path|Path"),
+    (r"py:class", r"os\.PathLike|pathlib\.Path|Path|contextlib\..*"),
 ]
 
 

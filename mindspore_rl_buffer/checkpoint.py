@@ -108,7 +108,8 @@ class Checkpointable:
 
     def checkpoint_lock(self) -> contextlib.AbstractContextManager[Any]:
         """The lock this buffer's own methods hold, held by ``save`` and ``load`` around reading and
-        restoring its tensors (a host buffer's; a Cell's direct calls all hold :data:`DIRECT_CALLS`)."""
+        restoring its tensors: a host buffer's own (a Cell's direct calls all hold the library's
+        lock, ``mindspore_rl_buffer.lock``)."""
         return contextlib.nullcontext()
 
     def checkpoint_tensors(self) -> dict[str, Any]:
