@@ -107,8 +107,14 @@ def _buffer_type(value: Any) -> type:
                      f"{sorted(BUFFER_TYPES)}, but got {name}{_errors.did_you_mean(name, BUFFER_TYPES)}")
 
 
-def _params(op: str, spec: Mapping[str, Any], cls: type, allowed: tuple[str, ...]) -> dict[str, Any]:
-    """The constructor keys of an entry, flat or with ``params`` (and shapes beside it)."""
+def _takes_any_key(cls: type) -> bool:
+    """Whether the constructor of ``cls`` takes ``**kwargs`` (a subclass passing them on): then any key applies."""
+    return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(cls).parameters.values())
+
+
+def _params(op: str, spec: Mapping[str, Any], cls: type, allowed: tuple[str, ...] | None) -> dict[str, Any]:
+    """The constructor keys of an entry, flat or with ``params`` (and shapes beside it); ``allowed``
+    ``None`` takes every key."""
     if "params" in spec:
         params = spec["params"]
         if not isinstance(params, Mapping):
@@ -122,8 +128,10 @@ def _params(op: str, spec: Mapping[str, Any], cls: type, allowed: tuple[str, ...
                                      f"but it is in both.")
                 params[key] = spec[key]
     else:
-        unknown = [key for key in spec if key not in _OUTER + allowed]
+        unknown = [] if allowed is None else [key for key in spec if key not in _OUTER + allowed]
         params = {key: value for key, value in spec.items() if key not in _OUTER}
+    if allowed is None:
+        return params
     unknown += [key for key in params if key not in allowed]
     if unknown:
         key = unknown[0]
@@ -174,7 +182,7 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
                          f"of {sorted(BUFFER_TYPES)}.")
     cls = _buffer_type(spec["type"])
     required, optional = _config_keys(cls)
-    params = _params(op, spec, cls, required + optional)
+    params = _params(op, spec, cls, None if _takes_any_key(cls) else required + optional)
     number = check_size(op, "number", spec.get("number", 1), maximum=MAX_NUMBER,
                         bound=f"an int <= {MAX_NUMBER} (the most buffers one entry may build)")
     if "data_shape" not in params and "data_type" not in params and env is not None:

@@ -360,6 +360,25 @@ def test_a_user_buffer_class_in_a_config_entry_is_built_as_mindspore_rl_built_it
         create_buffer({**entry, "type": "UniformReplayBufer"})
 
 
+class _Forwarding(UniformReplayBuffer):
+    """A user's subclass that passes its arguments on: its constructor names no key."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+def test_a_user_class_taking_kwargs_gets_every_key_of_its_entry():
+    entry = {"capacity": 10, "data_shape": [(3,)], "data_type": [mstype.float32], "sample_size": 2, "seed": 4}
+    built = create_buffer({**entry, "type": _Forwarding})
+    assert type(built) is _Forwarding and (built.capacity, built.sample_size) == (10, 2)
+    plain = create_buffer({**entry, "type": "UniformReplayBuffer"})
+    for rb in (built, plain):
+        rb.insert([np.arange(12, dtype=np.float32).reshape(4, 3)])
+    np.testing.assert_array_equal(built.sample()[0].asnumpy(), plain.sample()[0].asnumpy())  # the seed was passed
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sampel_size'"):  # the class's own refusal
+        create_buffer({**entry, "type": _Forwarding, "sampel_size": 2})
+
+
 class _MappoBuffer(UniformReplayBuffer):
     """mindspore_rl's MAPPOReplayBuffer, verbatim but for the import: appends through its BufferAppend."""
 
