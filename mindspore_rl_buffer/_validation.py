@@ -313,6 +313,22 @@ def check_not_empty(op: str, size: int) -> None:
         raise _errors.empty_error(op)
 
 
+@ops.constexpr
+def _given_twice(count: int) -> None:
+    raise TypeError(f"For 'insert', give the transition once, as columns or as 'exp', but got {count} column(s) "
+                    f"and 'exp'.")
+
+
+def given_columns(columns: tuple[Any, ...], exp: Any) -> tuple[Any, ...]:
+    """The columns of ``insert(*columns, exp=...)``: MindSpore Reinforcement named the transition ``exp``;
+    given both ways, refused (on the host, and in a graph when it compiles)."""
+    if exp is None:
+        return columns
+    if columns:
+        _given_twice(len(columns))
+    return (exp,)
+
+
 def check_leaves(op, descriptions, shapes, dtypes, got_shapes, got_dtypes):
     """Check the leaves of a nest against a data spec; on the host, and when a graph is compiled."""
     if got_shapes is None or got_dtypes is None:  # only inside a graph: the leaves of a host object

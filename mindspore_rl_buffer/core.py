@@ -37,6 +37,7 @@ from mindspore_rl_buffer._validation import (
     check_logical_index,
     check_tensor_arg_graph,
     check_transition,
+    given_columns,
     transition_of,
 )
 from mindspore_rl_buffer.checkpoint import RECORD, Checkpointable, spec_record
@@ -63,22 +64,6 @@ def _index_constant(index, capacity):
         raise IndexError(f"For 'get_item', 'index' must be in [-count, count) for a buffer of capacity "
                          f"{capacity}, so in [-{capacity}, {capacity}), but got {index}.")
     return Tensor(index, ms.int32)
-
-
-@ops.constexpr
-def _given_twice(count: int) -> None:
-    raise TypeError(f"For 'insert', give the transition once, as columns or as 'exp', but got {count} column(s) "
-                    f"and 'exp'.")
-
-
-def given_columns(columns: tuple[Any, ...], exp: Any) -> tuple[Any, ...]:
-    """The columns of ``insert(*columns, exp=...)``: MindSpore Reinforcement named the transition ``exp``;
-    given both ways, refused (on the host, and in a graph when it compiles)."""
-    if exp is None:
-        return columns
-    if columns:
-        _given_twice(len(columns))
-    return (exp,)
 
 
 def host_insert(self: RingBuffer, *columns: Any, exp: Any = None) -> Launch | None:

@@ -27,10 +27,11 @@ from mindspore_rl_buffer._validation import (
     check_seed,
     check_size,
     check_transition,
+    given_columns,
     transition_of,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
-from mindspore_rl_buffer.core import given_columns, reserved_names
+from mindspore_rl_buffer.core import reserved_names
 from mindspore_rl_buffer.ops import sharded as sharded_ops
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer, replay_buffer_attributes
 from mindspore_rl_buffer.specs import TensorSpec, check_column_names

@@ -34,10 +34,11 @@ from mindspore_rl_buffer._validation import (
     check_ring_length,
     check_seed,
     check_size,
+    given_columns,
     transition_of,
 )
 from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
-from mindspore_rl_buffer.core import RingBuffer, given_columns, host_insert, reserved_names, taken_names
+from mindspore_rl_buffer.core import RingBuffer, host_insert, reserved_names, taken_names
 from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
 from mindspore_rl_buffer.ops._common import as_read, as_stored, each, guarded
@@ -183,20 +184,13 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         """Rows the buffer holds, ``max_length * num_envs``."""
         return self._max_length * self._num_envs
 
-    @property
-    def max_length(self) -> int:
-        """Time steps the buffer holds."""
-        return self._max_length
-
+    max_length = _setting("max_length", "Time steps the buffer holds.")
     num_envs = _setting("num_envs", "Environments stepped together.")
     stack_size = _setting("stack_size", "Frames per sampled observation.")
     n_step = _setting("n_step", "Steps per return.")
     gamma = _setting("gamma", "Discount per step.")
 
-    @property
-    def sample_size(self) -> int:
-        """Transitions per :meth:`sample`."""
-        return self._sample_size
+    sample_size = _setting("sample_size", "Transitions per :meth:`sample`.")
 
     @property
     def specs(self) -> tuple[TensorSpec, ...]:

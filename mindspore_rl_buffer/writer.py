@@ -21,7 +21,14 @@ from mindspore import Tensor
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import DIRECT_CALLS
-from mindspore_rl_buffer._validation import check_batch, check_final_rows, check_size, native, transition_of
+from mindspore_rl_buffer._validation import (
+    check_batch,
+    check_final_rows,
+    check_size,
+    given_columns,
+    native,
+    transition_of,
+)
 from mindspore_rl_buffer.specs import DTYPES, check_batch_bytes, numpy_dtype, spec_fields
 
 
@@ -77,18 +84,19 @@ class BufferWriter:
         """Transitions staged and not yet in the buffer."""
         return self._pending
 
-    def insert(self, *columns: Any) -> None:
+    def insert(self, *columns: Any, exp: Any = None) -> None:
         """Stage one transition, or a batch of them (a leading dimension ``n`` on every column).
 
         Takes what :meth:`ReplayBuffer.insert` takes (a list or tuple with one array per column,
-        or one array per column as separate arguments), as numpy arrays (tensors are copied to
-        the host); checks it the same way, and refuses bad input with the same errors before
-        anything is staged. Inserts into the buffer each time ``batch_size`` are staged.
+        one array per column as separate arguments, or MindSpore Reinforcement's ``exp=``), as
+        numpy arrays (tensors are copied to the host); checks it the same way, and refuses bad
+        input before anything is staged. Inserts into the buffer each time ``batch_size`` are
+        staged.
         """
         op = "insert"
         if self._pending == self._batch_size:  # the flush of a full stage failed: try it again first
             self.flush()
-        transition = transition_of(op, self._names, columns)
+        transition = transition_of(op, self._names, given_columns(columns, exp))
         if not isinstance(transition, (list, tuple)):
             raise _errors.type_error(op, "transition", "a list or tuple of arrays, one per column", transition)
         arrays = [self._host_array(i, value) for i, value in enumerate(transition)]

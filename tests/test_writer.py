@@ -93,6 +93,18 @@ def test_staged_transitions_are_invisible_until_flushed_and_a_with_block_flushes
     assert [int(decode(*rb.get_item(i))) for i in range(6)] == list(range(6))
 
 
+def test_the_writer_takes_the_transition_as_exp_as_insert_does():
+    rb = make(capacity=10, sample_size=4)
+    writer = rb.writer(4)
+    writer.insert(exp=encoded_batch(0, 2))  # MindSpore Reinforcement's name
+    writer.insert(exp=tuple(encoded_batch(2, 1, single=True)))
+    writer.insert(*encoded_batch(3, 1, single=True))
+    assert writer.pending == 0 and [int(decode(*rb.get_item(i))) for i in range(4)] == [0, 1, 2, 3]
+    with pytest.raises(TypeError, match=r"give the transition once, as columns or as 'exp', but got 3 column"):
+        writer.insert(*encoded_batch(4, 1, single=True), exp=encoded_batch(4, 1, single=True))
+    assert writer.pending == 0 and int(rb.size()) == 4
+
+
 def test_tensors_are_taken_and_the_stage_is_copied_not_shared():
     rb = make(capacity=10)
     writer = rb.writer(2)
