@@ -143,12 +143,12 @@ def insert_plan(buffer: Any, tensors: Sequence[Any], batch_size: int) -> Launch 
 
 def destroy(buffer: Any) -> None:
     """Empty ``buffer``, release its direct-call graphs (and those of the buffers it holds, such as
-    its ``storage``), and refuse every later direct call.
+    its ``storage``), and refuse every later direct call, ``destroy()`` included.
 
     MindSpore Reinforcement's ``destroy()`` freed a native buffer; here the device memory of
-    the columns is returned when the buffer and the graphs compiled with it are collected.
-    """
+    the columns is returned when the buffer and the graphs compiled with it are collected."""
     with DIRECT_CALLS:
+        refuse_destroyed("destroy", buffer)
         buffer.reset()
         for cell in (buffer, *buffer.cells()):
             cell.__dict__.pop("_direct_twins", None)

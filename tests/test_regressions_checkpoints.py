@@ -91,6 +91,13 @@ def test_a_call_that_waited_on_destroy_is_refused_and_leaves_the_good_checkpoint
     assert path.read_bytes() == good
 
 
+def test_a_second_destroy_is_refused_naming_destroy():
+    buffer = ReplayBuffer(2, 8, [(2,)], [ms.float32])
+    buffer.destroy()
+    with pytest.raises(RuntimeError, match=r"^For 'destroy', the buffer was destroyed"):
+        buffer.destroy()
+
+
 def _py(values):
     py = PyUniformReplayBuffer({"x": TensorSpec([2], "float32")}, capacity=8)
     py.add_batch({"x": np.asarray(values, np.float32).reshape(-1, 2)})
