@@ -126,23 +126,23 @@ def _read_problem(flag: str, text: str, path: Path, hint: str) -> str | None:
     return None
 
 
-def _out_problem(out: str) -> str | None:
-    """Why ``train`` could not write its run to ``--out out``, found before training; ``None`` if it can."""
+def _folder_problem(flag: str, out: str, path: Path) -> str | None:
+    """Why ``train`` could not write to the folder ``flag out`` (``--out``, ``--compile-cache``), found at ``path``
+    before training; ``None`` if it can."""
     if not out:
-        return "--out must name a folder, but got ''"
-    path = Path(out)
+        return f"{flag} must name a folder, but got ''"
     if _dangling(path):
-        return f"--out {out!r} {_DANGLING}"
+        return f"{flag} {out!r} {_DANGLING}"
     if path.exists():
         if not path.is_dir():
-            return f"--out {out!r} is a file, not a folder"
-        return None if _writable(path) else f"--out {out!r} is not writable"
+            return f"{flag} {out!r} is a file, not a folder"
+        return None if _writable(path) else f"{flag} {out!r} is not writable"
     ancestor = _existing_ancestor(path)
     if _dangling(ancestor):
-        return f"--out {out!r} cannot be created: {str(ancestor)!r} {_DANGLING}"
+        return f"{flag} {out!r} cannot be created: {str(ancestor)!r} {_DANGLING}"
     if not ancestor.is_dir():
-        return f"--out {out!r} cannot be created: {str(ancestor)!r} is a file, not a folder"
-    return None if _writable(ancestor) else f"--out {out!r} cannot be created: {str(ancestor)!r} is not writable"
+        return f"{flag} {out!r} cannot be created: {str(ancestor)!r} is a file, not a folder"
+    return None if _writable(ancestor) else f"{flag} {out!r} cannot be created: {str(ancestor)!r} is not writable"
 
 
 def _frames_problem(frames: str, overwrite: bool) -> str | None:
@@ -235,7 +235,9 @@ def _train(args: argparse.Namespace) -> int:
     from mindspore_rl_buffer.apps.dqn.config import check_config, setting
     from mindspore_rl_buffer.apps.dqn.extras import MissingExtraError
 
-    problem = _out_problem(args.out)
+    problem = _folder_problem("--out", args.out, Path(args.out))
+    if problem is None and args.compile_cache is not None:
+        problem = _folder_problem("--compile-cache", args.compile_cache, Path(args.compile_cache).expanduser())
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -285,7 +287,10 @@ def _train(args: argparse.Namespace) -> int:
         print("error: --compile-cache is for single-process runs; the ranks of a ShardedReplayBuffer run "
               "compile graphs of their own", file=sys.stderr)
         return 2
-    root = None if args.no_compile_cache or parallel else args.compile_cache or default_root()
+    if args.no_compile_cache or parallel:
+        root = None
+    else:  # given, even as a relative path, or the default ('' is refused above)
+        root = default_root() if args.compile_cache is None else args.compile_cache
     cache = None
     if root is not None:
         try:
@@ -300,9 +305,11 @@ def _train(args: argparse.Namespace) -> int:
     # MindSpore collects garbage before compiling each graph (three in a run): the objects that exist now
     # (the imports', the config's) are left out of those collections while the run trains.
     gc.freeze()
+    finished = False
     try:
         result = trainer.train(config, args.out, buffer_kind=args.buffer, env_kind=args.env, max_steps=args.max_steps,
                                seed=args.seed, progress=not args.no_progress, loop=loop, overwrite=args.overwrite)
+        finished = True
     except (MissingExtraError, FileExistsError, IsADirectoryError) as error:  # raised before any training
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -315,6 +322,8 @@ def _train(args: argparse.Namespace) -> int:
         return _failed(error, f"could not write the run to --out {args.out!r}", args.out)
     finally:
         gc.unfreeze()  # collected again as before, in a process that goes on (tests call main)
+        if cache is not None and not finished:
+            cache.discard()  # a run refused or failed: it publishes nothing and leaves nothing
     if cache is not None:
         cache.publish()  # a finished run's graphs, the evaluation's included
     print(f"{result.env_steps} environment steps, {result.learn_steps} learn steps in {result.wall_time:.1f} s of "

@@ -90,7 +90,23 @@ class CacheFolder:
         try:
             self.path.rename(self.final)
         except OSError:  # published meanwhile by another run (or not renameable): keep that one
+            self.discard()
+
+    def discard(self) -> None:
+        """Remove a pending folder without publishing it (a run refused or failed before it ended)."""
+        if not self.loads:
             shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs (one of another user's included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: it runs
+        return True
+    return True
 
 
 def use_compile_cache(root: str | Path, config: dict[str, Any], buffer_kind: str, env_kind: str,
@@ -109,7 +125,10 @@ def use_compile_cache(root: str | Path, config: dict[str, Any], buffer_kind: str
     else:
         final.parent.mkdir(parents=True, exist_ok=True)
         path = final.with_name(f"{final.name}.pending-{os.getpid()}")
-        shutil.rmtree(path, ignore_errors=True)  # a dead process's, of the same number
+        for pending in final.parent.glob(f"{final.name}.pending-*"):  # of killed runs, this one's number included
+            pid = pending.name.rpartition("-")[2]
+            if pending == path or not pid.isdigit() or not _alive(int(pid)):
+                shutil.rmtree(pending, ignore_errors=True)
         path.mkdir()
     # MindSpore lists the entry script's imports as the cache's dependencies, from the path sys.argv[0] had when
     # it was imported: '-m' under `python -m mindspore_rl_buffer`, which fails to open at the first compile. The

@@ -43,7 +43,9 @@ def test_an_earlier_run_is_never_overwritten_without_being_asked(tmp_path, capsy
     assert _train(tmp_path / "run", "--max-steps", "64") == 0
     before = _contents(tmp_path / "run")
     assert set(before) == {"dqn_cartpole.ckpt", "learning_curve.png"}
-    assert _train(tmp_path / "run", "--max-steps", "64", "--seed", "1") == 2
+    cache = tmp_path / "cache"  # the refused run compiles into a pending folder first: it leaves nothing there
+    assert _train(tmp_path / "run", "--max-steps", "64", "--seed", "1", "--compile-cache", str(cache)) == 2
+    assert list(cache.iterdir()) == []
     error = capsys.readouterr().err
     assert f"the output folder '{tmp_path / 'run'}' already holds a run (dqn_cartpole.ckpt, learning_curve.png)" \
         in error
@@ -51,6 +53,19 @@ def test_an_earlier_run_is_never_overwritten_without_being_asked(tmp_path, capsy
     assert _contents(tmp_path / "run") == before
     assert _train(tmp_path / "run", "--max-steps", "64", "--seed", "1", "--overwrite") == 0
     assert _contents(tmp_path / "run")["dqn_cartpole.ckpt"] != before["dqn_cartpole.ckpt"]
+
+
+def test_a_compile_cache_folder_that_cannot_be_one_is_a_usage_error_before_anything_runs(tmp_path, capsys):
+    (tmp_path / "a-file").write_text("")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for given, message in (("", "--compile-cache must name a folder, but got ''"),
+                           (tmp_path / "a-file", "is a file, not a folder"),
+                           (tmp_path / "a-file" / "sub", "cannot be created: ") ,
+                           (tmp_path / "loop", "is a symbolic link to nothing")):
+        assert _train(tmp_path / "run", "--compile-cache", str(given)) == 2, given
+        error = capsys.readouterr().err
+        assert error.startswith("error: --compile-cache") and message in error and "Traceback" not in error, error
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_buffer_only_config_names_the_missing_sections(tmp_path, capsys):

@@ -51,6 +51,30 @@ def test_a_pending_folder_is_published_once_and_a_later_one_is_dropped(tmp_path)
     assert (final / "graph").read_text() == "a"
 
 
+def test_a_pending_folder_is_discarded_by_a_run_that_did_not_finish_and_a_published_one_is_kept(tmp_path):
+    final = tmp_path / "0123456789abcdef"
+    pending = final.with_name(f"{final.name}.pending-1")
+    for folder in (pending, final):
+        folder.mkdir()
+    CacheFolder(pending, final).discard()
+    CacheFolder(final, final).discard()  # a run that loaded the published graphs leaves them
+    assert not pending.exists() and final.is_dir()
+
+
+def test_a_run_removes_the_pending_folders_of_killed_runs_and_keeps_a_running_ones(tmp_path, monkeypatch):
+    config = load_config(ROOT / "configs" / "dqn_nstep.py")
+    monkeypatch.setattr(compile_cache.ms, "set_context", lambda **kwargs: None)
+    final = tmp_path / setting_key(config, "device", "mindspore", "fused")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    killed, running = (final.with_name(f"{final.name}.pending-{pid}") for pid in (dead.stdout.strip(), os.getppid()))
+    other = tmp_path / "fedcba9876543210.pending-1"  # another setting's: not this run's to judge
+    for folder in (killed, running, other):
+        folder.mkdir()
+    cache = compile_cache.use_compile_cache(tmp_path, config, "device", "mindspore", "fused")
+    assert not killed.exists() and running.is_dir() and other.is_dir() and cache.path.is_dir()
+
+
 def test_a_run_compiles_into_a_pending_folder_and_loads_a_published_one(tmp_path, monkeypatch):
     config = load_config(ROOT / "configs" / "dqn_nstep.py")
     monkeypatch.setattr(compile_cache.ms, "set_context", lambda **kwargs: None)  # nothing turned on here
