@@ -141,7 +141,7 @@ class RingBuffer(BufferCell, Checkpointable):
         self._capacity = check_capacity(op, "capacity", capacity)
         if names is not None:
             check_column_names(op, names, reserved_names(type(self)), taken_names(self))
-        self._specs = column_specs(shapes, types, names)
+        self._specs = column_specs(shapes, types, names, op)
         self._names, self._shapes, self._dtypes = spec_fields(self._specs)
         check_column_bytes(op, self._capacity, self._specs)
         # A bool column is stored as uint8 (no bool ScatterUpdate); encode/decode convert.

@@ -144,15 +144,21 @@ class TensorSpec:
 
 
 def column_specs(
-    shapes: Sequence[Any], types: Sequence[Any], names: Sequence[str] | None = None
+    shapes: Sequence[Any], types: Sequence[Any], names: Sequence[str] | None = None, op: str | None = None
 ) -> tuple[TensorSpec, ...]:
-    """Pair up per-column shapes, types and names into validated specs.
+    """Pair up per-column shapes, types and names into validated specs; an error starts with
+    ``For 'op',`` when ``op`` (the constructor) is given.
 
     Raises:
         TypeError: If ``shapes`` or ``types`` is not a list or tuple.
         ValueError: If their lengths differ, a shape is malformed, a dtype is unknown or
             names repeat.
     """
+    if op is not None:
+        try:
+            return column_specs(shapes, types, names)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"For '{op}', {error}") from None
     for arg, value in (("shapes", shapes), ("types", types)):
         if not isinstance(value, (list, tuple)):
             raise TypeError(f"'{arg}' must be a list or tuple with one entry per column, "

@@ -156,7 +156,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
                 names = transition_names(len(shapes))
             check_column_names(op, names, reserved_names(type(self), RingBuffer), taken_names(self, RingBuffer))
             check_column_names(op, names[1:], (), prefix="storage.")  # the ring holds all but the observation
-        step_specs = column_specs(shapes, types, names)
+        step_specs = column_specs(shapes, types, names, op)
         check_transition_layout(op, step_specs)
         self._max_length = check_ring_length(op, capacity, self._num_envs, self._stack_size, self._n_step)
         self._frame = frame = step_specs[0]  # of one environment

@@ -81,7 +81,7 @@ def test_bad_constructor_arguments(kwargs, error, message):
 def test_bad_column_specs(shapes, types, message):
     from mindspore_rl_buffer import ReplayBuffer
 
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=f"^For 'ReplayBuffer', .*{message}"):
         ReplayBuffer(4, 8, shapes, types)
 
 
