@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import mindspore as ms
 import numpy as np
@@ -43,13 +45,21 @@ def test_an_earlier_run_is_never_overwritten_without_being_asked(tmp_path, capsy
     assert _train(tmp_path / "run", "--max-steps", "64") == 0
     before = _contents(tmp_path / "run")
     assert set(before) == {"dqn_cartpole.ckpt", "learning_curve.png"}
-    cache = tmp_path / "cache"  # the refused run compiles into a pending folder first: it leaves nothing there
-    assert _train(tmp_path / "run", "--max-steps", "64", "--seed", "1", "--compile-cache", str(cache)) == 2
-    assert list(cache.iterdir()) == []
+    assert _train(tmp_path / "run", "--max-steps", "64", "--seed", "1") == 2
     error = capsys.readouterr().err
     assert f"the output folder '{tmp_path / 'run'}' already holds a run (dqn_cartpole.ckpt, learning_curve.png)" \
         in error
     assert "--overwrite" in error
+    assert _contents(tmp_path / "run") == before
+    # With a compile cache, the refused run has compiled into a pending folder: it leaves nothing there. In a
+    # process of its own: the cache, once on, stays on in the process that turned it on.
+    cache = tmp_path / "cache"
+    refused = subprocess.run([sys.executable, "-m", "mindspore_rl_buffer", "train", "--config", str(CONFIG), "--out",
+                              str(tmp_path / "run"), "--no-progress", "--max-steps", "64", "--seed", "1",
+                              "--compile-cache", str(cache)], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=600)
+    assert refused.returncode == 2 and "already holds a run" in refused.stderr, refused.stderr[-2000:]
+    assert list(cache.iterdir()) == []
     assert _contents(tmp_path / "run") == before
     assert _train(tmp_path / "run", "--max-steps", "64", "--seed", "1", "--overwrite") == 0
     assert _contents(tmp_path / "run")["dqn_cartpole.ckpt"] != before["dqn_cartpole.ckpt"]
