@@ -234,18 +234,18 @@ class RingBuffer(BufferCell, Checkpointable):
 
     def encode(self, values):
         """Column values as stored: a bool column's as uint8. Runs on the host and in graphs."""
-        stored = []
-        for value, dtype in zip(values, self.dtypes):  # a loop: see ops._common.each
-            stored.append(as_stored(value, dtype == ms.bool_))
+        stored, dtypes = (), self.dtypes
+        for i in range(len(dtypes)):  # no zip(), list or append to compile: see ops._common.each
+            stored = stored + (as_stored(values[i], dtypes[i] == ms.bool_),)  # noqa: RUF005 (graph code: see ops._common.each)
         return stored
 
     def decode(self, values):
         """Stored column values as the columns' dtypes: a bool column's back to bool. Runs on the
         host and in graphs; buffers reading ``columns`` with the operators apply it."""
-        read = []
-        for value, dtype in zip(values, self.dtypes):  # a loop: see ops._common.each
-            read.append(as_read(value, dtype == ms.bool_))
-        return tuple(read)
+        read, dtypes = (), self.dtypes
+        for i in range(len(dtypes)):  # no zip(), list or append to compile: see ops._common.each
+            read = read + (as_read(values[i], dtypes[i] == ms.bool_),)  # noqa: RUF005 (graph code: see ops._common.each)
+        return read
 
     def _write(self, batch):
         """Graph hook: store ``batch`` (a leading dimension on every column, checked) and move the

@@ -240,7 +240,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
                                                each(ops.shape, transition), each(ops.dtype, transition))
         if batch_size == 0:
             return self.storage.count
-        batch = each(ops.expand_dims, transition, 0) if single else tuple(transition)
+        batch = each(ops.expand_dims, transition, 0) if single else transition
         if check:
             _, ok = transition_ops.final_rows(self.last_ended, batch[3], batch[4])
             batch = guarded(batch, ok, [self.last_ended])

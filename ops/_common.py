@@ -16,6 +16,13 @@ from mindspore import Tensor, ops
 
 ZERO = Tensor(0, ms.int32)
 ASSERT = ops.Assert(summarize=8)
+# Primitive instances where the Tensor methods and ``ops`` wrappers would compile a function graph
+# of their own for each call (``Tensor.astype``, ``ops.bitwise_right_shift``): one node each.
+ANY = ops.ReduceAny()
+MAP = ops.Map()
+CAST = ops.Cast()
+REDUCE_SUM = ops.ReduceSum()
+RIGHT_SHIFT = ops.RightShift()
 
 #: The largest capacity whose cursor arithmetic stays exact in int32: ``head + count``,
 #: ``head + logical`` and the rows of a batch stay below ``2**31``.
@@ -55,8 +62,8 @@ def sort_ints(values, bound=None):
         Tuple of 2: the sorted values (the dtype of ``values``) and their positions (int32).
     """
     if values.shape[-1] > GPU_SORT_ANY_DTYPE and bound is not None and bound <= FLOAT32_EXACT:
-        ordered, order = ops.sort(values.astype(ms.float32))
-        return ordered.astype(values.dtype), order
+        ordered, order = ops.sort(CAST(values, ms.float32))
+        return CAST(ordered, values.dtype), order
     return ops.sort(values)
 
 
@@ -119,16 +126,17 @@ def masked_counts(flags, spans):
     A masked sum: on MindSpore 2.10's CPU, slicing a small tensor measured 0.1-0.5 ms a kernel
     (and a small MatMul 2-5 ms), where the mask and the sum take a few µs.
     """
-    masked = flags.reshape((*flags.shape[:-1], 1, flags.shape[-1])).astype(ms.float32) * _spans(flags.shape[-1], spans)
-    return masked.sum(-1)
+    masked = CAST(flags.reshape((*flags.shape[:-1], 1, flags.shape[-1])), ms.float32) * _spans(flags.shape[-1], spans)
+    return REDUCE_SUM(masked, -1)
 
 
 def each(fn, values, *args):
-    """``tuple(fn(value, *args) for value in values)``, written as a loop for the graphs.
+    """``tuple(fn(value, *args) for value in values)``, as one ``ops.Map`` for the graphs.
 
     MindSpore 2.10 compiles a comprehension or a generator expression in a graph through a slow
-    path: about 0.1 s of compile time each, measured, where this loop costs a few hundredths
-    (docs/platforms.md). Graph code uses it, a loop or ``map`` instead.
+    path (about 0.1 s each), and a loop that appends to a list compiles a function graph for
+    every append, index and the final ``tuple()``; ``Map`` compiles ``fn`` once per column type
+    (docs/platforms.md). Graph code uses it, or a loop that concatenates tuples.
 
     Examples:
         >>> from mindspore import ops, Tensor
@@ -136,10 +144,12 @@ def each(fn, values, *args):
         >>> each(ops.expand_dims, (Tensor([1, 2]), Tensor([3])), 0)[0].shape
         (1, 2)
     """
-    out = []
-    for value in values:
-        out.append(fn(value, *args))
-    return tuple(out)
+    if not args:
+        return MAP(fn, values)
+    spread = ()  # each argument repeated once per value, in a sequence of the kind of ``values`` (Map's rule)
+    for arg in args:
+        spread = spread + ([arg] * len(values) if isinstance(values, list) else (arg,) * len(values),)  # noqa: RUF005
+    return MAP(fn, values, *spread)
 
 
 def capacity_of(columns):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import mindspore as ms
 from mindspore import ops
 from mindspore_rl_buffer.ops._common import (
+    CAST,
     arange,
     capacity_of,
     draws,
@@ -72,7 +73,7 @@ def insert_rows(head, count, batch_size, capacity):
         >>> rows.asnumpy().tolist(), int(head), int(count)
         ([4, 0, 1], 2, 5)
     """
-    kept = min(batch_size, capacity)
+    kept = batch_size if batch_size < capacity else capacity  # Python's min() compiles a graph of its own
     end = (head + count) % capacity  # the write position; head + count <= 2 * capacity - 1
     # No kernel for what is known when the graph is built: a batch that fits starts at the
     # write position, and one item's row is the write position itself.
@@ -123,11 +124,12 @@ def insert(columns, head, count, batch):
     rows, new_head, new_count = insert_rows(head, count, batch_size, capacity)
     if batch_size == 0:
         return rows, head, count
-    kept = min(batch_size, capacity)
-    for column, values in zip(columns, batch):
+    kept = batch_size if batch_size < capacity else capacity  # Python's min() compiles a graph of its own
+    for i in range(len(columns)):
+        values = batch[i]
         if kept < batch_size:
             values = values[batch_size - kept:]
-        write_rows(column, rows, values)
+        write_rows(columns[i], rows, values)
     return rows, new_head, new_count
 
 
@@ -154,10 +156,10 @@ def get_item(columns, head, count, index, check=True):
     capacity = capacity_of(columns)
     # int64 holds every int dtype's values exactly, but uint64's above 2**63, which become
     # negative: never an index from the end, they become ``count``, which fails the guard.
-    wide = index.astype(ms.int64)
-    total = count.astype(ms.int64)
+    wide = CAST(index, ms.int64)
+    total = CAST(count, ms.int64)
     logical = ops.where(wide < 0, total if index.dtype == ms.uint64 else wide + total, wide)
-    rows = logical_to_physical(head, (logical % capacity).astype(ms.int32), capacity)  # a valid row always
+    rows = logical_to_physical(head, CAST(logical % capacity, ms.int32), capacity)  # a valid row always
     items = each(ops.gather, columns, rows, 0)
     if check:
         ok = ops.logical_and(logical >= 0, logical < total).all()
@@ -203,7 +205,7 @@ def sample_indices(head, count, sample_size, capacity, ordered=False, replace=Tr
     else:
         keys = uniform_real((capacity,), rng)
         keys = ops.where(arange(capacity) < count, keys, -1.0)
-        drawn = ops.topk(keys, sample_size, sorted=False)[1].astype(ms.int32)
+        drawn = CAST(ops.topk(keys, sample_size, sorted=False)[1], ms.int32)
     if ordered:
         # Draws are physical rows when unordered; ordered re-reads them as logical indexes,
         # which is a uniform draw over [0, count) all the same.

@@ -29,6 +29,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, ops
 from mindspore.common.seed import _get_graph_seed  # MindSpore's numbering of unseeded random operators
+from mindspore_rl_buffer.ops._common import CAST, RIGHT_SHIFT
 
 #: The bound of a key and of the counter a stream may reach: every ``counter + i`` stays exact in int64.
 KEY_END = COUNTER_END = 2**62
@@ -39,7 +40,7 @@ _M1, _M2 = 0x7FEB352D, 0x846CA68B  # the finaliser's multipliers (the second abo
 # through floating point and are wrong above 2**53 (docs/platforms.md).
 def _shift(x, bits):
     """``x >> bits`` for ``x >= 0``."""
-    return ops.bitwise_right_shift(x, Tensor(bits, ms.int64))
+    return RIGHT_SHIFT(x, Tensor(bits, ms.int64))
 
 
 def _low32(x):
@@ -120,7 +121,7 @@ def uniform_int(shape, high, rng):
     """
     bits = random_bits(rng, _size(shape))
     bound = ops.cast(high, ms.int64) if isinstance(high, Tensor) else high
-    return _shift(bits * bound, 32).astype(ms.int32).reshape(shape)
+    return CAST(_shift(bits * bound, 32), ms.int32).reshape(shape)
 
 
 def uniform_real(shape, rng):
@@ -129,7 +130,7 @@ def uniform_real(shape, rng):
     Supported Platforms:
         ``Ascend`` ``GPU`` ``CPU``
     """
-    top = _shift(random_bits(rng, _size(shape)), 8).astype(ms.float32)
+    top = CAST(_shift(random_bits(rng, _size(shape)), 8), ms.float32)
     return (top * (1.0 / 2**24)).reshape(shape)
 
 

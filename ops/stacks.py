@@ -12,7 +12,7 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops._common import masked_counts
+from mindspore_rl_buffer.ops._common import CAST, REDUCE_SUM, masked_counts
 from mindspore_rl_buffer.ops.ring import logical_to_physical, physical_to_logical
 
 
@@ -163,15 +163,15 @@ def stacked_windows(reward, terminated, truncated, starts, stack_size, n_step, g
     batch = starts.shape[0]
     weights = ops.select(terminal, _code_weights(stack_size, n_step, True, batch),
                          _code_weights(stack_size, n_step, False, batch))
-    code = (whole.astype(ms.float32) * weights).sum(1).astype(ms.int32)
+    code = CAST(REDUCE_SUM(CAST(whole, ms.float32) * weights, 1), ms.int32)
     rewards = read_rows(reward, index, num_envs)
     if rewards.dtype != ms.float32:
-        rewards = rewards.astype(ms.float32)
+        rewards = CAST(rewards, ms.float32)
     # Only the rewards summed are read: a NaN or an infinity in another row of the window (a stack
     # row's, another episode's) would turn the return into NaN through a weight of 0.
     summed = ops.logical_and(whole, _window_constants(stack_size, n_step, gamma, "forward"))
-    returns = (ops.select(summed, rewards, _zeros(rewards.shape)) * _window_constants(stack_size, n_step, gamma,
-                                                                                      "powers")).sum(1)
+    returns = REDUCE_SUM(ops.select(summed, rewards, _zeros(rewards.shape))
+                         * _window_constants(stack_size, n_step, gamma, "powers"), 1)
     discount = ops.gather(_code_table(stack_size, n_step, gamma, "discount"), code, 0)
     rows = ops.gather_elements(window, 1, ops.gather(_code_table(stack_size, n_step, gamma, "stacks"), code, 0))
     if stack_size == 1:

@@ -47,6 +47,8 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
 from mindspore_rl_buffer.ops._common import (
+    ANY,
+    CAST,
     arange,
     draws,
     guarded,
@@ -273,8 +275,8 @@ def final_rows(last_ended, terminated, truncated):
     ended = ops.logical_or(terminated != 0, truncated != 0)
     final = last_ended.reshape((1, -1)) > 0
     if terminated.shape[0] > 1:
-        final = ops.concat((final, ops.gather(ended.astype(ms.int32), arange(terminated.shape[0] - 1), 0) > 0))
-    ok = ops.logical_and(final, ended).astype(ms.int32).sum() == 0
+        final = ops.concat((final, ops.gather(CAST(ended, ms.int32), arange(terminated.shape[0] - 1), 0) > 0))
+    ok = ops.logical_not(ANY(ops.logical_and(final, ended)))
     return final, ok
 
 
@@ -316,7 +318,7 @@ def insert_steps(frames, ranks, head, count, last_ended, finals, observation, te
         return last_ended, finals
     size, max_length = ranks.shape[0], ranks.shape[0] // num_envs
     final, _ = final_rows(last_ended, terminated, truncated)
-    final = final.reshape(-1).astype(ms.int32)
+    final = CAST(final.reshape(-1), ms.int32)
     written = finals + ops.cumsum(final, 0)
     if starts is not None:
         written = ops.floor_mod(written, _period(size))
@@ -325,7 +327,7 @@ def insert_steps(frames, ranks, head, count, last_ended, finals, observation, te
     flat = (rows.reshape((-1, 1)) * num_envs + arange(num_envs)).reshape(-1)
     values = flat - size - written
     observation = observation.reshape((steps * num_envs, *observation.shape[2:]))
-    skip = (steps - min(steps, max_length)) * num_envs
+    skip = (steps - max_length) * num_envs if steps > max_length else 0  # not min(): see ring.insert
     if skip:
         flat, values, observation, final = flat[skip:], values[skip:], observation[skip:], final[skip:]
     write_rows(frames, flat, observation)
@@ -338,4 +340,4 @@ def insert_steps(frames, ranks, head, count, last_ended, finals, observation, te
     if steps > 1:
         ended = ops.gather(ended, offsets(steps - 1, steps), 0)
     total = written.shape[0]
-    return ended.reshape((num_envs,)).astype(ms.int32), ops.gather(written, offsets(total - 1, total), 0).reshape(())
+    return CAST(ended.reshape((num_envs,)), ms.int32), ops.gather(written, offsets(total - 1, total), 0).reshape(())
