@@ -27,6 +27,7 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 
 from mindspore_rl_buffer.apps.dqn.draws import state, uniform
+from mindspore_rl_buffer.apps.dqn.primitives import CAST
 
 GRAVITY = 9.8
 MASS_CART = 1.0
@@ -107,7 +108,7 @@ def cartpole_step(state, action):
     # Written with few kernels (each costs a few microseconds on a CPU, whatever its size): the
     # Euler update and the termination test act on the whole (n, 4) state at once.
     _, x_dot, theta, theta_dot = ops.unstack(state, axis=1)
-    push = ops.where(action == 1, PUSH_PER_MASS, -PUSH_PER_MASS).astype(state.dtype)
+    push = CAST(ops.where(action == 1, PUSH_PER_MASS, -PUSH_PER_MASS), state.dtype)
     xacc, thetaacc = accelerations(theta, theta_dot, push)
     next_state = ops.addcmul(state, ops.stack((x_dot, xacc, theta_dot, thetaacc), axis=1), _TAU_ROW)
     # |x| > 2.4 or |theta| > 12 degrees; the velocities never terminate.
@@ -221,8 +222,8 @@ class CartPole(nn.Cell):
         observation = ops.where(resetting.expand_dims(1), self._initial_states(unit), stepped)
         ops.assign(self.state, observation)
         ops.assign(self.elapsed, elapsed)
-        ops.assign(self.ended, ops.logical_or(terminated, truncated).astype(ms.int32))
-        reward = ops.where(resetting, 0.0, 1.0).astype(ms.float32)
+        ops.assign(self.ended, CAST(ops.logical_or(terminated, truncated), ms.int32))
+        reward = CAST(ops.where(resetting, 0.0, 1.0), ms.float32)
         return observation, reward, terminated, truncated
 
     def construct(self, action, unit=None):

@@ -19,6 +19,7 @@ from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, TransitionRep
 from mindspore_rl_buffer.apps.dqn.cartpole import OBSERVATION_SIZE, CartPole
 from mindspore_rl_buffer.apps.dqn.draws import state, uniform
 from mindspore_rl_buffer.apps.dqn.policy import EpsilonGreedy
+from mindspore_rl_buffer.apps.dqn.primitives import CAST, REDUCE_SUM, STRIDED_SLICE
 
 
 class EpisodeTracker(nn.Cell):
@@ -47,9 +48,9 @@ class EpisodeTracker(nn.Cell):
 
     def construct(self, reward, done):
         running = self.episode_return + reward
-        done_f = done.astype(ms.float32)
-        ops.assign(self.finished_return, self.finished_return + (running * done_f).sum())
-        finished = done.astype(ms.int32).sum().astype(ms.int32)
+        done_f = CAST(done, ms.float32)
+        ops.assign(self.finished_return, self.finished_return + REDUCE_SUM(running * done_f))
+        finished = CAST(REDUCE_SUM(done_f), ms.int32)  # exact: num_envs is far below 2**24
         ops.assign(self.finished_episodes, self.finished_episodes + finished)
         ops.assign(self.episode_return, running * (1.0 - done_f))
         return done_f
@@ -91,15 +92,18 @@ class ActStep(nn.Cell):
         # `+ 0.0` takes a copy: a plain read of the Parameter would see the step's assign.
         state = self.env.state + 0.0
         drawn = uniform((state.shape[0], 2 + OBSERVATION_SIZE), (self.rng_key, self.rng_counter))
-        policy_draws, reset_draws = ops.split(drawn, (2, OBSERVATION_SIZE), axis=1)
+        # The two blocks of columns by StridedSlice, the kernel ops.split runs, without its wrapper graphs.
+        n = state.shape[0]
+        policy_draws = STRIDED_SLICE(drawn, (0, 0), (n, 2), (1, 1))
+        reset_draws = STRIDED_SLICE(drawn, (0, 2), (n, 2 + OBSERVATION_SIZE), (1, 1))
         action = self.policy(state, policy_draws)
         next_state, reward, terminated, truncated = self.env.step(action, reset_draws)
         _ = self.tracker(reward, ops.logical_or(terminated, truncated))
         if self.steps:  # the row of `state`; next_state is the next row's observation
-            return (state, action, reward, terminated.astype(ms.uint8),
-                    ops.depend(truncated.astype(ms.uint8), next_state))
+            return (state, action, reward, CAST(terminated, ms.uint8),
+                    ops.depend(CAST(truncated, ms.uint8), next_state))
         return (state, action.expand_dims(1), reward.expand_dims(1), next_state,
-                terminated.astype(ms.float32).expand_dims(1))
+                CAST(terminated, ms.float32).expand_dims(1))
 
 
 class CollectStep(nn.Cell):
@@ -120,7 +124,7 @@ class CollectStep(nn.Cell):
 
     def construct(self):
         columns = self.act()
-        _ = self.buffer.insert(list(columns))
+        _ = self.buffer.insert(columns)
         return columns
 
 

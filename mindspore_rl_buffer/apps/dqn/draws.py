@@ -13,6 +13,7 @@ from __future__ import annotations
 import mindspore as ms
 from mindspore import Parameter, ops
 
+from mindspore_rl_buffer.apps.dqn.primitives import CAST
 from mindspore_rl_buffer.ops import random_state, uniform_real
 
 
@@ -72,4 +73,4 @@ def integers(shape, high, rng):
 
 def below(unit, high):
     """Uniform draws ``unit`` from ``[0, 1)`` as integers in ``[0, high)``, int32, for a small Python int ``high``."""
-    return ops.minimum(ops.floor(unit * high).astype(ms.int32), high - 1)  # a product rounded up to `high`
+    return ops.minimum(CAST(ops.floor(unit * high), ms.int32), high - 1)  # a product rounded up to `high`

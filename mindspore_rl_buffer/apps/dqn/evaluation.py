@@ -24,6 +24,7 @@ from mindspore_rl_buffer.apps.dqn.cartpole import (
     accelerations,
 )
 from mindspore_rl_buffer.apps.dqn.policy import FoldedGreedy, GreedyAction
+from mindspore_rl_buffer.apps.dqn.primitives import CAST
 
 # CartPole's termination limits on the augmented state (x, x_dot, theta, theta_dot, 1)
 _LIMITS_AUGMENTED = Tensor(np.array([X_THRESHOLD, np.inf, THETA_THRESHOLD, np.inf, np.inf], np.float32))
@@ -73,9 +74,9 @@ class EvalStep(nn.Cell):
         action = self.policy(self.env.state + 0.0, self.weights)
         next_state, reward, terminated, truncated = self.env.step(action, self.unplayed_resets)
         ops.assign(self.returns, self.returns + self.alive * reward)
-        alive = self.alive * (1.0 - ops.logical_or(terminated, truncated).astype(ms.float32))
+        alive = self.alive * (1.0 - CAST(ops.logical_or(terminated, truncated), ms.float32))
         ops.assign(self.alive, alive)
-        return (alive > 0).astype(ms.int32).sum().astype(ms.int32), next_state
+        return CAST(CAST(alive > 0, ms.int32).sum(), ms.int32), next_state
 
 
 class EvalLoop(nn.Cell):

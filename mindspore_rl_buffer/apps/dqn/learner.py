@@ -12,6 +12,7 @@ import mindspore as ms
 from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
 
 from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, TransitionReplayBuffer
+from mindspore_rl_buffer.apps.dqn.primitives import ARGMAX, EXPAND_DIMS
 
 
 def huber_loss(prediction, target, delta: float, reduction: str = "mean"):
@@ -85,9 +86,9 @@ class DQNLoss(nn.Cell):
         q_taken = ops.gather_elements(self.q_net(state), 1, action)
         next_target = self.target_net(next_state)
         if self.double_dqn:
-            next_action = ops.argmax(self.q_net(next_state), dim=1, keepdim=True).astype(ms.int32)
+            next_action = EXPAND_DIMS(ARGMAX(self.q_net(next_state)), 1)
         else:
-            next_action = ops.argmax(next_target, dim=1, keepdim=True).astype(ms.int32)
+            next_action = EXPAND_DIMS(ARGMAX(next_target), 1)
         next_value = ops.gather_elements(next_target, 1, next_action)
         discount = terminated if self.discounted else self.gamma * (1.0 - terminated)
         target = ops.stop_gradient(reward + discount * next_value)
@@ -126,8 +127,8 @@ class TargetSync(nn.Cell):
         steps = ops.depend(self.learn_steps + 1, loss)
         ops.assign(self.learn_steps, steps)
         if steps % self.period == 0:
-            for online, target in zip(self.online, self.target):
-                ops.assign(target, online)
+            for i in range(len(self.online)):
+                ops.assign(self.target[i], self.online[i])
         return loss
 
 
@@ -212,26 +213,23 @@ class LearnStep(nn.Cell):
         self.update = update
         self.steps = steps
         self.sample_size = buffer.sample_size
+        self.split = ops.Split(axis=0, output_num=steps)
 
     def construct(self):
         if not self.transitions:
             return self.update(*self.buffer.sample())
-        columns = self.buffer.sample(self.steps * self.sample_size)
-        # Each column cut into `steps` batches by one Split kernel; a scalar column (b,) first gets the
-        # trailing axis of the five-column layout (b, 1), the fifth being the discount. Loops, not
-        # comprehensions: MindSpore 2.10 compiles a comprehension in a graph about 0.1 s slower
-        # (docs/platforms.md).
-        batches = []
-        for column in columns:
-            if column.ndim == 1:
-                column = column.expand_dims(1)
-            batches.append(ops.split(column, self.sample_size) if self.steps > 1 else (column,))
+        state, action, reward, next_state, discount = self.buffer.sample(self.steps * self.sample_size)
+        # The scalar columns (b,) get the trailing axis of the five-column layout (b, 1); each column is cut
+        # into `steps` batches by one Split kernel. Unpacked by name and primitives, not a loop over the
+        # columns: each iteration of a loop over a tuple is a function graph of its own to compile.
+        action, reward, discount = EXPAND_DIMS(action, 1), EXPAND_DIMS(reward, 1), EXPAND_DIMS(discount, 1)
+        if self.steps == 1:
+            return self.update(state, action, reward, next_state, discount)
+        states, actions, rewards = self.split(state), self.split(action), self.split(reward)
+        next_states, discounts = self.split(next_state), self.split(discount)
         loss = Tensor(0.0, ms.float32)
         for step in range(self.steps):
-            batch = []
-            for column in batches:
-                batch.append(column[step])
-            loss = loss + self.update(*batch)
+            loss = loss + self.update(states[step], actions[step], rewards[step], next_states[step], discounts[step])
         return loss
 
 

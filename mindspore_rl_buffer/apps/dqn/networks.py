@@ -11,6 +11,7 @@ import numpy as np
 from mindspore import nn
 
 from mindspore_rl_buffer.apps.dqn.cartpole import NUM_ACTIONS, OBSERVATION_SIZE
+from mindspore_rl_buffer.apps.dqn.primitives import Dense
 from mindspore_rl_buffer.checkpoint_files import read_tensors
 from mindspore_rl_buffer.files import FORMATS
 
@@ -46,9 +47,9 @@ class QNetwork(nn.Cell):
         layers: list[nn.Cell] = []
         width = observation_size
         for hidden in hidden_sizes:
-            layers += [nn.Dense(width, hidden), nn.ReLU()]
+            layers += [Dense(width, hidden), nn.ReLU()]
             width = hidden
-        layers.append(nn.Dense(width, num_actions))
+        layers.append(Dense(width, num_actions))
         self.layers = nn.SequentialCell(layers)
 
     def construct(self, observation):

@@ -66,8 +66,8 @@ class Adam(nn.Optimizer):
         ops.assign(self.beta1_power, beta1_power)
         ops.assign(self.beta2_power, beta2_power)
         done = True
-        for param, m, v, gradient in zip(self._parameters, self.moment1, self.moment2, gradients):
-            updated = self.adam(param, m, v, beta1_power, beta2_power, lr, self.beta1, self.beta2, self.eps,
-                                gradient)
+        for i in range(len(gradients)):
+            updated = self.adam(self._parameters[i], self.moment1[i], self.moment2[i], beta1_power, beta2_power,
+                                lr, self.beta1, self.beta2, self.eps, gradients[i])
             done = ops.depend(done, updated)
         return done

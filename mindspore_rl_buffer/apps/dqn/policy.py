@@ -6,6 +6,7 @@ from mindspore import Parameter, Tensor, nn, ops
 
 from mindspore_rl_buffer.apps.dqn.cartpole import NUM_ACTIONS
 from mindspore_rl_buffer.apps.dqn.draws import below, state, uniform
+from mindspore_rl_buffer.apps.dqn.primitives import ARGMAX, CAST
 
 
 class EpsilonGreedy(nn.Cell):
@@ -45,12 +46,12 @@ class EpsilonGreedy(nn.Cell):
 
     def epsilon(self):
         """The current epsilon, a float32 scalar tensor."""
-        fraction = ops.minimum(self.steps.astype(ms.float32) / self.epsilon_decay_steps, 1.0)
+        fraction = ops.minimum(CAST(self.steps, ms.float32) / self.epsilon_decay_steps, 1.0)
         return self.epsilon_start + fraction * (self.epsilon_end - self.epsilon_start)
 
     def construct(self, observation, uniforms=None):
         n = observation.shape[0]
-        greedy = ops.argmax(self.q_net(observation), dim=1).astype(ms.int32)
+        greedy = ARGMAX(self.q_net(observation))
         if uniforms is None:
             uniforms = uniform((n, 2), (self.rng_key, self.rng_counter))
         coin, pick = ops.unstack(uniforms, axis=1)
@@ -81,7 +82,7 @@ class GreedyAction(nn.Cell):
         self.q_net = q_net
 
     def construct(self, observation):
-        return ops.argmax(self.q_net(observation), dim=1).astype(ms.int32)
+        return ARGMAX(self.q_net(observation))
 
 
 class FoldedGreedy(nn.Cell):
@@ -166,5 +167,5 @@ class FoldedGreedy(nn.Cell):
     def construct(self, observation, weights):
         q = self.scores(self.augment(observation), weights)
         if self.two_actions:
-            return (q.reshape((-1,)) > 0).astype(ms.int32)
-        return ops.argmax(q, dim=1).astype(ms.int32)
+            return CAST(q.reshape((-1,)) > 0, ms.int32)
+        return ARGMAX(q)
