@@ -337,11 +337,12 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
             rows, next_rows = rows.reshape((-1,)), next_rows.reshape((-1,))
         index = stacks.column_index(starts, self._num_envs)
         frames, bools, num_envs = self.frames, self._bools, self._num_envs
-        items = [as_read(ops.gather(frames, rows, 0), bools[0]), as_read(stacks.read_rows(action, index, num_envs),
-                 bools[1]), returns, as_read(ops.gather(frames, next_rows, 0), bools[0]), discount]
-        for column, is_bool in zip(storage.columns[4:], bools[5:]):  # the extras; a loop: see ops._common.each
-            items.append(as_read(stacks.read_rows(column, index, num_envs), is_bool))
-        return tuple(items)
+        items = (as_read(ops.gather(frames, rows, 0), bools[0]), as_read(stacks.read_rows(action, index, num_envs),
+                 bools[1]), returns, as_read(ops.gather(frames, next_rows, 0), bools[0]), discount)
+        extras = storage.columns[4:]
+        for i in range(len(extras)):  # no zip(), list or append to compile: see ops._common.each
+            items = items + (as_read(stacks.read_rows(extras[i], index, num_envs), bools[5 + i]),)  # noqa: RUF005
+        return items
 
     @buffer_method()
     def valid_starts(self, *, check=True):

@@ -24,7 +24,7 @@ from mindspore_rl_buffer.apps.dqn.cartpole import (
     accelerations,
 )
 from mindspore_rl_buffer.apps.dqn.policy import FoldedGreedy, GreedyAction
-from mindspore_rl_buffer.apps.dqn.primitives import CAST
+from mindspore_rl_buffer.apps.dqn.primitives import ARGMAX, CAST, REDUCE_ANY, REDUCE_MAX, REDUCE_SUM
 
 # CartPole's termination limits on the augmented state (x, x_dot, theta, theta_dot, 1)
 _LIMITS_AUGMENTED = Tensor(np.array([X_THRESHOLD, np.inf, THETA_THRESHOLD, np.inf, np.inf], np.float32))
@@ -143,7 +143,7 @@ class EvalLoop(nn.Cell):
     def _step(self, state, weights):
         """One greedy step of the augmented states ``(n, 5)``: the dynamics of ``cartpole_step``."""
         scores = self.policy.scores(state, weights)
-        push = (scores > 0).reshape((-1,)) if self.policy.two_actions else ops.argmax(scores, dim=1) == 1
+        push = (scores > 0).reshape((-1,)) if self.policy.two_actions else ARGMAX(scores) == 1
         _, x_dot, theta, theta_dot, _ = ops.unstack(state, axis=1)
         xacc, thetaacc = accelerations(theta, theta_dot, ops.select(push, self.push, self.pull))
         return ops.addcmul(state, ops.stack((x_dot, xacc, theta_dot, thetaacc, self.zero), axis=1), self.tau)
@@ -154,17 +154,17 @@ class EvalLoop(nn.Cell):
         returns = ops.zeros((state.shape[0],), ms.float32)
         alive = ops.ones_like(returns)
         steps = Tensor(0, ms.int32)
-        while ops.logical_and(steps < self.max_episode_steps, alive.sum() > 0):
+        while ops.logical_and(steps < self.max_episode_steps, REDUCE_SUM(alive) > 0):
             states = ()
             for _ in range(self.unroll):
                 state = self._step(state, weights)
                 states = (*states, state)
             # (n, unroll): |x| > 2.4 or |theta| > 12 degrees after each step of the pass
-            fell = (ops.abs(ops.stack(states, 1)) > _LIMITS_AUGMENTED).any(axis=2)
+            fell = REDUCE_ANY(ops.abs(ops.stack(states, 1)) > _LIMITS_AUGMENTED, 2)
             # an episode still going plays the whole pass, or up to its first fall, that step included
-            played = self.whole - ops.amax(ops.select(fell, self.left_after, self.none_left), axis=1)
+            played = self.whole - REDUCE_MAX(ops.select(fell, self.left_after, self.none_left), 1)
             returns = returns + alive * played
-            alive = ops.select(fell.any(axis=1), self.zero, alive)
+            alive = ops.select(REDUCE_ANY(fell, 1), self.zero, alive)
             steps = steps + self.unroll
         return returns
 

@@ -6,7 +6,7 @@ from mindspore import Parameter, Tensor, nn, ops
 
 from mindspore_rl_buffer.apps.dqn.cartpole import NUM_ACTIONS
 from mindspore_rl_buffer.apps.dqn.draws import below, state, uniform
-from mindspore_rl_buffer.apps.dqn.primitives import ARGMAX, CAST
+from mindspore_rl_buffer.apps.dqn.primitives import ARGMAX, CAST, MATMUL, RELU
 
 
 class EpsilonGreedy(nn.Cell):
@@ -161,8 +161,8 @@ class FoldedGreedy(nn.Cell):
         actions, else the Q-values."""
         h = augmented
         for weight in weights[:-1]:
-            h = ops.relu(ops.matmul(h, weight))
-        return ops.matmul(h, weights[-1])
+            h = RELU(MATMUL(h, weight))
+        return MATMUL(h, weights[-1])
 
     def construct(self, observation, weights):
         q = self.scores(self.augment(observation), weights)

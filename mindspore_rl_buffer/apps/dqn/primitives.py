@@ -15,6 +15,10 @@ from mindspore import nn, ops
 ARGMAX = ops.Argmax(axis=1, output_type=ms.int32)
 CAST = ops.Cast()
 EXPAND_DIMS = ops.ExpandDims()
+MATMUL = ops.MatMul()
+RELU = ops.ReLU()
+REDUCE_ANY = ops.ReduceAny()
+REDUCE_MAX = ops.ReduceMax()
 REDUCE_SUM = ops.ReduceSum()
 STRIDED_SLICE = ops.StridedSlice()
 
