@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import mindspore as ms
 from mindspore import Parameter, Tensor, nn, ops
 
+from mindspore_rl_buffer.apps.dqn.primitives import MAP
+
 
 class Adam(nn.Optimizer):
     """Adam (Kingma and Ba) with bias correction, for dense gradients.
@@ -65,9 +67,10 @@ class Adam(nn.Optimizer):
         beta2_power = self.beta2_power * self.beta2
         ops.assign(self.beta1_power, beta1_power)
         ops.assign(self.beta2_power, beta2_power)
-        done = True
-        for i in range(len(gradients)):
-            updated = self.adam(self._parameters[i], self.moment1[i], self.moment2[i], beta1_power, beta2_power,
-                                lr, self.beta1, self.beta2, self.eps, gradients[i])
-            done = ops.depend(done, updated)
-        return done
+        updated = MAP(ops.partial(self.adam_step, beta1_power, beta2_power, lr), self._parameters, self.moment1,
+                      self.moment2, gradients)
+        return ops.depend(True, updated)
+
+    def adam_step(self, beta1_power, beta2_power, lr, param, m, v, gradient):
+        """One parameter's update."""
+        return self.adam(param, m, v, beta1_power, beta2_power, lr, self.beta1, self.beta2, self.eps, gradient)

@@ -15,6 +15,7 @@ from mindspore import nn, ops
 ARGMAX = ops.Argmax(axis=1, output_type=ms.int32)
 CAST = ops.Cast()
 EXPAND_DIMS = ops.ExpandDims()
+MAP = ops.Map()
 MATMUL = ops.MatMul()
 RELU = ops.ReLU()
 REDUCE_ANY = ops.ReduceAny()
