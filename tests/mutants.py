@@ -108,8 +108,8 @@ MUTANTS = (
     ),
     Mutant(
         "get_item_without_head", "ops/ring.py",
-        "    rows = logical_to_physical(head, (logical % capacity).astype(ms.int32), capacity)",
-        "    rows = (logical % capacity).astype(ms.int32)",
+        "    rows = logical_to_physical(head, CAST(logical % capacity, ms.int32), capacity)",
+        "    rows = CAST(logical % capacity, ms.int32)",
         ("tests/ops/test_ring.py::test_get_item_reads_by_python_index_scalar_or_tensor[wrapped-direct]",),
         "ring.get_item reads logical index i at physical row i, without the remap through head",
     ),
