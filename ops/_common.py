@@ -18,7 +18,7 @@ ZERO = Tensor(0, ms.int32)
 ASSERT = ops.Assert(summarize=8)
 # Primitive instances where the Tensor methods and ``ops`` wrappers would compile a function graph
 # of their own for each call (``Tensor.astype``, ``ops.bitwise_right_shift``): one node each.
-ANY = ops.ReduceAny()
+REDUCE_ANY = ops.ReduceAny()
 MAP = ops.Map()
 CAST = ops.Cast()
 REDUCE_SUM = ops.ReduceSum()

@@ -47,8 +47,8 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
 from mindspore_rl_buffer.ops._common import (
-    ANY,
     CAST,
+    REDUCE_ANY,
     arange,
     draws,
     guarded,
@@ -276,7 +276,7 @@ def final_rows(last_ended, terminated, truncated):
     final = last_ended.reshape((1, -1)) > 0
     if terminated.shape[0] > 1:
         final = ops.concat((final, ops.gather(CAST(ended, ms.int32), arange(terminated.shape[0] - 1), 0) > 0))
-    ok = ops.logical_not(ANY(ops.logical_and(final, ended)))
+    ok = ops.logical_not(REDUCE_ANY(ops.logical_and(final, ended)))
     return final, ok
 
 

@@ -76,7 +76,7 @@ class EvalStep(nn.Cell):
         ops.assign(self.returns, self.returns + self.alive * reward)
         alive = self.alive * (1.0 - CAST(ops.logical_or(terminated, truncated), ms.float32))
         ops.assign(self.alive, alive)
-        return CAST(CAST(alive > 0, ms.int32).sum(), ms.int32), next_state
+        return CAST(REDUCE_SUM(CAST(alive > 0, ms.float32)), ms.int32), next_state  # exact: num_envs < 2**24
 
 
 class EvalLoop(nn.Cell):
