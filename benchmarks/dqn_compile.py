@@ -66,6 +66,11 @@ SIZES = {"type_inference": "after type inference: every function, method and ops
 _IR_FILE = re.compile(r"^\d+_(\w+?)_(\d+)\.ir$")
 _IR_NODE = re.compile(r"^\s+%\d+\(", re.M)
 _IR_GRAPHS = re.compile(r"^# Total subgraphs: (\d+)$", re.M)
+# A function graph's header in an IR file, ``subgraph @<id>_<markers><name>_<id>(...`` or ``... parent: [...](``;
+# the markers (a loop's ``↻``, a branch's ``✓`` / ``✗``, a nesting's ``2↓``, ...) and the numbers are dropped.
+_IR_HEADER = re.compile(r"^subgraph @(\S+?)[( ]", re.M)
+_IR_NAME = re.compile(r"^\d+_(?:\d|[^\w])*(.*?)(?:_\d+)?$")
+FUNCTIONS = 12  # the functions listed per tree: those with the most nodes after type inference
 _RECORD = re.compile(r"(\d\d):(\d\d):(\d\d)\.(\d{3})\.(\d{3}) .*Status record: (start|end) (\S+) action")
 
 
@@ -165,14 +170,44 @@ def ir_size(text: str) -> dict[str, int]:
     return {"graphs": int(graphs.group(1)) if graphs else 0, "nodes": len(_IR_NODE.findall(text))}
 
 
-def graph_sizes(folder: Path) -> dict[str, dict[str, int]]:
-    """:func:`ir_size` of the last compile's IR file of each stage of :data:`SIZES` in ``folder``."""
+def ir_functions(text: str, top: int = FUNCTIONS) -> list[list[Any]]:
+    """The ``top`` functions of one of MindSpore's IR files with the most nodes: ``[name, graphs, nodes]`` each,
+    the function graphs of one Python function (its specializations, loop bodies and branches) taken together.
+
+    Examples:
+        >>> ir_functions("subgraph @1_f_7(%x) {\\n  %0(CNode_1) = Add(%x, %x)\\n  %1(CNode_2) = Neg(%0)\\n}\\n"
+        ...              "subgraph @4_↻f_9 parent: [subgraph @1_f_7](%y) {\\n  %0(CNode_3) = Neg(%y)\\n}\\n"
+        ...              "subgraph @2_g_8() {\\n  %0(CNode_4) = Neg(%a)\\n}\\nsubgraph @6_✓↱2↓g_3() {\\n}\\n")
+        [['f', 2, 3], ['g', 2, 1]]
+    """
+    found: dict[str, list[int]] = {}
+    headers = list(_IR_HEADER.finditer(text))
+    for header, following in zip(headers, [*headers[1:], None]):
+        body = text[header.end():following.start() if following else len(text)]
+        match = _IR_NAME.match(header.group(1))
+        counts = found.setdefault(match.group(1) if match else header.group(1), [0, 0])
+        counts[0] += 1
+        counts[1] += len(_IR_NODE.findall(body))
+    ranked = sorted(found.items(), key=lambda item: (-item[1][1], item[0]))
+    return [[name, graphs, nodes] for name, (graphs, nodes) in ranked[:top]]
+
+
+def graph_sizes(folder: Path) -> dict[str, dict[str, Any]]:
+    """:func:`ir_size` of the last compile's IR file of each stage of :data:`SIZES` in ``folder``, and after type
+    inference the functions with the most nodes (:func:`ir_functions`)."""
     last: dict[str, tuple[int, Path]] = {}
     for file in folder.iterdir():
         match = _IR_FILE.match(file.name)
         if match and match.group(1) in SIZES and int(match.group(2)) >= last.get(match.group(1), (-1, file))[0]:
             last[match.group(1)] = (int(match.group(2)), file)
-    return {stage: ir_size(last[stage][1].read_text(errors="replace")) for stage in SIZES if stage in last}
+    sizes: dict[str, dict[str, Any]] = {}
+    for stage in SIZES:
+        if stage in last:
+            text = last[stage][1].read_text(errors="replace")
+            sizes[stage] = ir_size(text)
+            if stage == "type_inference":
+                sizes[stage]["functions"] = ir_functions(text)
+    return sizes
 
 
 @contextlib.contextmanager

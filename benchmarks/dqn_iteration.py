@@ -46,7 +46,9 @@ RUNTIME = {
     "loop_pass_us": "one pass of a graph while loop, beyond its kernels",
     "if_us": "a graph if in the loop's body",
     "inner_while_us": "an inner while loop of one pass in the body",
+    "matmul_us": "a MatMul of two 128 x 128 matrices, the shape of the updates' hidden layer",
 }
+KERNEL_TYPES = 8  # the iteration's kernel types listed, those with the most run time; the rest summed
 
 
 # -- the child: one tree's figures ----------------------------------------------------------------
@@ -88,6 +90,8 @@ def _runtime_cells() -> dict[str, Any]:
     from mindspore import Tensor, nn, ops
 
     x = Tensor(np.ones((8, 4), np.float32))
+    square = Tensor(np.full((128, 128), 1 / 128, np.float32))  # square @ square == square: the values stay put
+    matmul = ops.MatMul()
 
     class Adds(nn.Cell):
         def __init__(self, k: int, wrap: str = "") -> None:
@@ -116,8 +120,17 @@ def _runtime_cells() -> dict[str, Any]:
                 done = done + 1
             return acc
 
+    class MatMuls(nn.Cell):
+        def construct(self, n):
+            done, acc = Tensor(0, ms.int32), square
+            while done < n:
+                for _ in range(10):
+                    acc = matmul(acc, square)
+                done = done + 1
+            return acc
+
     return {"adds_10": Adds(10), "adds_100": Adds(100), "adds_10_if": Adds(10, "if"),
-            "adds_10_while": Adds(10, "while")}
+            "adds_10_while": Adds(10, "while"), "matmuls_10": MatMuls()}
 
 
 def _per_pass_ms(cells: dict[str, Any], passes: int, repeats: int) -> dict[str, float]:
@@ -135,9 +148,10 @@ def _per_pass_ms(cells: dict[str, Any], passes: int, repeats: int) -> dict[str, 
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def count_kernels(call: Any, passes: int) -> tuple[float, float]:
-    """Kernels launched per pass of ``call(passes)`` and their own run time per pass in milliseconds (launch
-    excluded), from MindSpore's profiler (its CPU kernel records)."""
+def count_kernels(call: Any, passes: int) -> tuple[float, float, dict[str, list[float]]]:
+    """Kernels launched per pass of ``call(passes)``, their own run time per pass in milliseconds (launch
+    excluded), and both per kernel type (``{type: [kernels, ms]}`` per pass), from MindSpore's profiler (its CPU
+    kernel records)."""
     import mindspore as ms
     from mindspore import Profiler, Tensor
 
@@ -152,7 +166,12 @@ def count_kernels(call: Any, passes: int) -> tuple[float, float]:
         with found[0].open(newline="") as file:
             rows = list(csv.DictReader(file))
     launched = sum(int(row["op_occurrences"]) for row in rows)
-    return launched / passes, sum(float(row["op_total_time(ms)"]) for row in rows) / passes
+    types: dict[str, list[float]] = {}
+    for row in rows:
+        entry = types.setdefault(row["op_type"], [0.0, 0.0])
+        entry[0] += int(row["op_occurrences"]) / passes
+        entry[1] += float(row["op_total_time(ms)"]) / passes
+    return launched / passes, sum(float(row["op_total_time(ms)"]) for row in rows) / passes, types
 
 
 def child(passes: int, repeats: int, runtime: bool, threads: bool) -> dict[str, Any]:
@@ -186,11 +205,14 @@ def child(passes: int, repeats: int, runtime: bool, threads: bool) -> dict[str, 
         kernel = (us["adds_100"] - us["adds_10"]) / 90
         figures["runtime_us"] = {"kernel_us": kernel, "loop_pass_us": us["adds_10"] - 10 * kernel,
                                  "if_us": us["adds_10_if"] - us["adds_10"],
-                                 "inner_while_us": us["adds_10_while"] - us["adds_10"]}
+                                 "inner_while_us": us["adds_10_while"] - us["adds_10"],
+                                 # ten MatMuls in place of the ten adds, each launched at an add's cost
+                                 "matmul_us": (us["matmuls_10"] - us["adds_10"]) / 10 + kernel}
     # Profiled last, so that the profiler touches none of the timed launches.
     profiles = {name: count_kernels(cell, 20) for name, cell in cells.items()}
-    figures["kernels"] = {name: kernels for name, (kernels, _) in profiles.items()}
-    figures["kernel_ms"] = {name: run for name, (_, run) in profiles.items()}
+    figures["kernels"] = {name: kernels for name, (kernels, _, _) in profiles.items()}
+    figures["kernel_ms"] = {name: run for name, (_, run, _) in profiles.items()}
+    figures["kernel_types"] = profiles["iteration"][2]
     return figures
 
 
@@ -221,7 +243,25 @@ def summarize(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
         parts[part] = entry
     runtime = {tree: {name: statistics.median(r[tree]["runtime_us"][name] for r in rounds) for name in RUNTIME}
                for tree in (DEFAULT, NEW)}
-    return {"parts": parts, "runtime_us": runtime}
+    return {"parts": parts, "runtime_us": runtime,
+            "kernel_types": kernel_types([r[NEW]["kernel_types"] for r in rounds])}
+
+
+def kernel_types(profiles: list[dict[str, list[float]]], top: int = KERNEL_TYPES) -> list[list[Any]]:
+    """``[type, kernels, ms]`` per pass for the ``top`` kernel types with the most run time, then ``'other'`` for
+    the rest: medians over the rounds' profiles (a type a round did not launch counts 0 there).
+
+    Examples:
+        >>> kernel_types([{"MatMul": [3, 0.6], "Add": [2, 0.1], "Mul": [1, 0.05]},
+        ...               {"MatMul": [3, 0.8], "Add": [2, 0.2]}, {"MatMul": [3, 0.7], "Add": [2, 0.1]}], top=1)
+        [['MatMul', 3, 0.7], ['other', 2, 0.1]]
+    """
+    names = {name for profile in profiles for name in profile}
+    medians = {name: [statistics.median(p.get(name, [0, 0])[i] for p in profiles) for i in (0, 1)] for name in names}
+    ranked = sorted(medians.items(), key=lambda item: (-item[1][1], item[0]))
+    rest = ranked[top:]
+    listed = [[name, kernels, ms] for name, (kernels, ms) in ranked[:top]]
+    return listed + ([["other", sum(k for _, (k, _) in rest), sum(m for _, (_, m) in rest)]] if rest else [])
 
 
 def report(results: dict[str, Any]) -> str:

@@ -267,7 +267,24 @@ def section_dqn_iteration(data: Figures, plots: dict[str, bytes]) -> list[str]:
             table(rows, ["part", "what a pass runs", *trees, f"{new} over {base}", f"{new} over default threads"]),
             table([[data["runtime_described"][name], *(f"{runtime[tree][name]:.1f}" for tree in (default, new))]
                    for name in data["runtime_described"]],
-                  ["MindSpore 2.10's CPU runtime, microseconds", "default threads", "the threads `train` sets"])]
+                  ["MindSpore 2.10's CPU runtime, microseconds", "default threads", "the threads `train` sets"]),
+            *_kernel_types(data, new)]
+
+
+def _kernel_types(data: Figures, tree: str) -> list[str]:
+    """The iteration's kernels by type for ``tree``, the most run time first, and the 128 x 128 MatMul's rate
+    (none if not recorded)."""
+    if "kernel_types" not in data["summary"]:
+        return []
+    types = data["summary"]["kernel_types"]
+    total = sum(ms for _, _, ms in types)
+    rows = [[name, f"{kernels:.0f}", f"{ms * 1e3:.0f}", f"{ms / total:.0%}"] for name, kernels, ms in types]
+    matmul_us = data["summary"]["runtime_us"][tree].get("matmul_us")
+    rate = (f" Alone, a MatMul of two 128 x 128 matrices took {matmul_us:.1f} µs: "
+            f"{2 * 128**3 / matmul_us / 1e3:.0f} GFLOP/s." if matmul_us else "")
+    return [f"*{tree}*: one iteration's kernels by type, from MindSpore's profiler, medians over the rounds of "
+            f"kernels and their own run time per pass.{rate}",
+            table(rows, ["kernel type", "kernels", "µs", "share of the kernels' time"])]
 
 
 def section_dqn_compile(data: Figures, plots: dict[str, bytes]) -> list[str]:
@@ -304,7 +321,23 @@ def _graph_sizes(data: Figures) -> list[str]:
             for stage in data["sizes_described"]]
     described = "; ".join(f"*{stage}*: {what}" for stage, what in data["sizes_described"].items())
     return ["The training graph's size, from the IR files MindSpore writes with `save_graphs` (one process per "
-            f"tree): {described}.", table(rows, ["stage", *data["trees"]])]
+            f"tree): {described}.", table(rows, ["stage", *data["trees"]]), *_inferred_functions(data)]
+
+
+def _inferred_functions(data: Figures) -> list[str]:
+    """Per tree, the functions type inference spent the most nodes on, with their share of the nodes (none if not
+    recorded)."""
+    lines = []
+    for tree in data["trees"]:
+        inferred = data["sizes"][tree]["type_inference"]
+        if "functions" not in inferred:
+            continue
+        rows = [[f"`{name}`", f"{graphs:,}", f"{nodes:,}", f"{nodes / inferred['nodes']:.1%}"]
+                for name, graphs, nodes in inferred["functions"]]
+        lines += [f"*{tree}*: the functions with the most nodes after type inference (a function's specializations, "
+                  "loop bodies and branches together; MindSpore's names):",
+                  table(rows, ["function", "function graphs", "nodes", "share of the nodes"])]
+    return lines
 
 
 def section_dqn_nstep(data: Figures, plots: dict[str, bytes]) -> list[str]:

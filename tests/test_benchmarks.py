@@ -227,7 +227,7 @@ def test_the_solve_time_benchmark_sums_its_phases_and_states_the_targets_as_rati
 
 @pytest.mark.slow
 def test_the_iteration_benchmark_counts_each_part_s_kernels_and_the_parts_add_up(tmp_path):
-    from benchmarks.dqn_iteration import DEFAULT, NEW, PARTS, RUNTIME, TREES, main
+    from benchmarks.dqn_iteration import DEFAULT, KERNEL_TYPES, NEW, PARTS, RUNTIME, TREES, main
     from benchmarks.report import page_block_lines
 
     results = main(["--smoke", "--out", str(tmp_path)])
@@ -249,13 +249,21 @@ def test_the_iteration_benchmark_counts_each_part_s_kernels_and_the_parts_add_up
         # The learn call is a sample of 256 and two updates, and the sample's cut into two batches (a Split
         # per column, a trailing axis for the three scalar ones) and the loss sum.
         assert 0 <= kernels["learn"] - kernels["sample"] - 2 * kernels["update"] <= 16, kernels
-    assert page_block_lines({"dqn_iteration": written}, "dqn_iteration")[0].startswith(
-        "Recorded by `python -m benchmarks.dqn_iteration`")
+    # The iteration's kernels by type add up to its kernels (one round: its figures are the medians), and the
+    # updates' MatMuls take the most run time.
+    types = written["summary"]["kernel_types"]
+    assert len(types) == KERNEL_TYPES + 1 and types[-1][0] == "other" and types[0][0] == "MatMul", types
+    assert math.isclose(sum(kernels for _, kernels, _ in types), parts["iteration"][NEW]["kernels"]), types
+    assert math.isclose(sum(ms for *_, ms in types), parts["iteration"][NEW]["kernel_ms"]), types
+    assert runtime[NEW]["matmul_us"] > 0
+    rendered = page_block_lines({"dqn_iteration": written}, "dqn_iteration")
+    assert rendered[0].startswith("Recorded by `python -m benchmarks.dqn_iteration`")
+    assert any("\n| MatMul | " in line for line in rendered) and any("GFLOP/s" in line for line in rendered)
 
 
 @pytest.mark.slow
 def test_the_compile_benchmark_times_every_part_in_its_own_process_and_splits_the_training_graph(tmp_path):
-    from benchmarks.dqn_compile import GROUPS, OPTIONS, PARTS, main
+    from benchmarks.dqn_compile import FUNCTIONS, GROUPS, OPTIONS, PARTS, main
     from benchmarks.report import page_block_lines
 
     results = main(["--smoke", "--out", str(tmp_path)])
@@ -291,6 +299,12 @@ def test_the_compile_benchmark_times_every_part_in_its_own_process_and_splits_th
     rendered = page_block_lines({"dqn_compile": written}, "dqn_compile")
     assert rendered[0].startswith("Recorded by `python -m benchmarks.dqn_compile`")
     assert any(f"{inferred['graphs']:,} graphs, {inferred['nodes']:,} nodes" in line for line in rendered)
+    # Type inference's nodes by function: the most first, and within the whole.
+    functions = inferred["functions"]
+    assert len(functions) == FUNCTIONS and all(name and graphs > 0 for name, graphs, _ in functions), functions
+    nodes = [count for *_, count in functions]
+    assert nodes == sorted(nodes, reverse=True) and sum(nodes) <= inferred["nodes"], functions
+    assert any(f"| `{functions[0][0]}` | {functions[0][1]:,} | {functions[0][2]:,} |" in line for line in rendered)
 
 
 @pytest.mark.slow
