@@ -43,7 +43,7 @@ from mindspore_rl_buffer._validation import (
 from mindspore_rl_buffer.checkpoint import RECORD, Checkpointable, spec_record
 from mindspore_rl_buffer.contracts import ring_contract
 from mindspore_rl_buffer.ops import ring
-from mindspore_rl_buffer.ops._common import as_read, as_stored, each
+from mindspore_rl_buffer.ops._common import DTYPE, SHAPE, as_read, as_stored, each, leading_axis
 from mindspore_rl_buffer.ops.rng import random_state, state_problems
 from mindspore_rl_buffer.specs import (
     TensorSpec,
@@ -143,6 +143,7 @@ class RingBuffer(BufferCell, Checkpointable):
             check_column_names(op, names, reserved_names(type(self)), taken_names(self))
         self._specs = column_specs(shapes, types, names, op)
         self._names, self._shapes, self._dtypes = spec_fields(self._specs)
+        self._has_bool = any(dtype == ms.bool_ for dtype in self._dtypes)  # else encode() changes nothing
         check_column_bytes(op, self._capacity, self._specs)
         # A bool column is stored as uint8 (no bool ScatterUpdate); encode/decode convert.
         self.columns = ParameterTuple(
@@ -218,11 +219,11 @@ class RingBuffer(BufferCell, Checkpointable):
         """
         transition = transition_of("insert", self.names, given_columns(columns, exp))
         batch_size, single = check_batch_graph("insert", self.names, self.shapes, self.dtypes, len(transition),
-                                               each(ops.shape, transition), each(ops.dtype, transition))
+                                               each(SHAPE, transition), each(DTYPE, transition))
         if batch_size == 0:
             return self.count
         # `single` is a compile-time constant: only one branch reaches the graph.
-        batch = each(ops.expand_dims, transition, 0) if single else transition
+        batch = each(leading_axis, transition) if single else transition
         return self._write(self.encode(batch))
 
     def check_rows(self, op: str, tensors: Sequence[Any]) -> None:
@@ -234,6 +235,8 @@ class RingBuffer(BufferCell, Checkpointable):
 
     def encode(self, values):
         """Column values as stored: a bool column's as uint8. Runs on the host and in graphs."""
+        if not self._has_bool:  # a constant of the graph: no code to compile for the columns
+            return values
         stored, dtypes = (), self.dtypes
         for i in range(len(dtypes)):  # no zip(), list or append to compile: see ops._common.each
             stored = stored + (as_stored(values[i], dtypes[i] == ms.bool_),)  # noqa: RUF005 (graph code: see ops._common.each)

@@ -41,7 +41,7 @@ from mindspore_rl_buffer.checkpoint import Checkpointable, spec_record
 from mindspore_rl_buffer.core import RingBuffer, host_insert, reserved_names, taken_names
 from mindspore_rl_buffer.ops import stacks
 from mindspore_rl_buffer.ops import transition as transition_ops
-from mindspore_rl_buffer.ops._common import as_read, as_stored, each, guarded
+from mindspore_rl_buffer.ops._common import DTYPE, SHAPE, as_read, as_stored, each, guarded, leading_axis
 from mindspore_rl_buffer.specs import (
     TensorSpec,
     check_batch_bytes,
@@ -237,10 +237,10 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
         """
         transition = transition_of("insert", self.names, given_columns(columns, exp))
         batch_size, single = check_batch_graph("insert", self.names, self.shapes, self.dtypes, len(transition),
-                                               each(ops.shape, transition), each(ops.dtype, transition))
+                                               each(SHAPE, transition), each(DTYPE, transition))
         if batch_size == 0:
             return self.storage.count
-        batch = each(ops.expand_dims, transition, 0) if single else transition
+        batch = each(leading_axis, transition) if single else transition
         if check:
             _, ok = transition_ops.final_rows(self.last_ended, batch[3], batch[4])
             batch = guarded(batch, ok, [self.last_ended])

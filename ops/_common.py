@@ -23,6 +23,10 @@ MAP = ops.Map()
 CAST = ops.Cast()
 REDUCE_SUM = ops.ReduceSum()
 RIGHT_SHIFT = ops.RightShift()
+GATHER = ops.Gather()
+EXPAND_DIMS = ops.ExpandDims()
+SHAPE = ops.Shape()
+DTYPE = ops.DType()
 
 #: The largest capacity whose cursor arithmetic stays exact in int32: ``head + count``,
 #: ``head + logical`` and the rows of a batch stay below ``2**31``.
@@ -130,31 +134,40 @@ def masked_counts(flags, spans):
     return REDUCE_SUM(masked, -1)
 
 
-def each(fn, values, *args):
-    """``tuple(fn(value, *args) for value in values)``, as one ``ops.Map`` for the graphs.
+def each(fn, values, arg=None):
+    """``tuple(fn(value) for value in values)``, or ``fn(value, arg)`` with ``arg``, as one ``ops.Map`` for the graphs.
 
     MindSpore 2.10 compiles a comprehension or a generator expression in a graph through a slow
     path (about 0.1 s each), and a loop that appends to a list compiles a function graph for
     every append, index and the final ``tuple()``; ``Map`` compiles ``fn`` once per column type
-    (docs/platforms.md). Graph code uses it, or a loop that concatenates tuples.
+    (docs/platforms.md). Graph code uses it, or a loop that concatenates tuples. ``fn`` is best a
+    primitive instance or a function of primitive instances (:func:`take_rows`,
+    :func:`leading_axis`): an ``ops`` wrapper compiles as graphs of its own for every column type.
 
     Examples:
         >>> from mindspore import ops, Tensor
-        >>> from mindspore_rl_buffer.ops._common import each
-        >>> each(ops.expand_dims, (Tensor([1, 2]), Tensor([3])), 0)[0].shape
+        >>> from mindspore_rl_buffer.ops._common import each, leading_axis
+        >>> each(leading_axis, (Tensor([1, 2]), Tensor([3])))[0].shape
         (1, 2)
     """
-    if not args:
+    if arg is None:
         return MAP(fn, values)
-    spread = ()  # each argument repeated once per value, in a sequence of the kind of ``values`` (Map's rule)
-    for arg in args:
-        spread = spread + ([arg] * len(values) if isinstance(values, list) else (arg,) * len(values),)  # noqa: RUF005
-    return MAP(fn, values, *spread)
+    return MAP(ops.partial(fn, arg), values)
+
+
+def take_rows(rows, column):
+    """``column[rows]``, rows along the first axis (``ops.gather(column, rows, 0)``'s kernel)."""
+    return GATHER(column, rows, 0)
+
+
+def leading_axis(values):
+    """``values`` with a new leading axis of length 1 (``ops.expand_dims(values, 0)``'s kernel)."""
+    return EXPAND_DIMS(values, 0)
 
 
 def capacity_of(columns):
     """The leading dimension every column shares (checked when the graph is compiled)."""
-    return check_columns(each(ops.shape, columns))
+    return check_columns(each(SHAPE, columns))
 
 
 def as_stored(values, is_bool):
@@ -170,4 +183,9 @@ def as_read(values, is_bool):
 def guarded(outputs, ok, data):
     """``outputs``, made to depend on the assertion ``ok`` (MindSpore prints ``data`` if it fails)."""
     done = ASSERT(ok, data)
-    return each(ops.depend, outputs, done)
+    return each(_after, outputs, done)
+
+
+def _after(done, value):
+    """``value``, made to depend on ``done``."""
+    return ops.depend(value, done)

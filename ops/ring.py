@@ -17,12 +17,14 @@ import mindspore as ms
 from mindspore import ops
 from mindspore_rl_buffer.ops._common import (
     CAST,
+    MAP,
     arange,
     capacity_of,
     draws,
     each,
     guarded,
     sort_ints,
+    take_rows,
     write_rows,
 )
 from mindspore_rl_buffer.ops.rng import uniform_int, uniform_real
@@ -125,12 +127,21 @@ def insert(columns, head, count, batch):
     if batch_size == 0:
         return rows, head, count
     kept = batch_size if batch_size < capacity else capacity  # Python's min() compiles a graph of its own
+    if kept == batch_size and isinstance(batch, list) == isinstance(columns, list):  # sequences of one kind: Map's rule
+        # One Map over the columns: a loop over them compiles a function graph per column and per index.
+        _ = MAP(ops.partial(_write_at, rows), columns, batch)
+        return rows, new_head, new_count
     for i in range(len(columns)):
         values = batch[i]
         if kept < batch_size:
             values = values[batch_size - kept:]
         write_rows(columns[i], rows, values)
     return rows, new_head, new_count
+
+
+def _write_at(rows, column, values):
+    """:func:`write_rows` with the rows first, for ``ops.partial``."""
+    return write_rows(column, rows, values)
 
 
 def get_item(columns, head, count, index, check=True):
@@ -160,7 +171,7 @@ def get_item(columns, head, count, index, check=True):
     total = CAST(count, ms.int64)
     logical = ops.where(wide < 0, total if index.dtype == ms.uint64 else wide + total, wide)
     rows = logical_to_physical(head, CAST(logical % capacity, ms.int32), capacity)  # a valid row always
-    items = each(ops.gather, columns, rows, 0)
+    items = each(take_rows, columns, rows)
     if check:
         ok = ops.logical_and(logical >= 0, logical < total).all()
         items = guarded(items, ok, [index, count])
@@ -238,7 +249,7 @@ def sample(columns, head, count, sample_size, ordered=False, replace=True, rng=N
     """
     capacity = capacity_of(columns)
     physical, logical = sample_indices(head, count, sample_size, capacity, ordered, replace, rng, check)
-    return logical, each(ops.gather, columns, physical, 0)
+    return logical, each(take_rows, columns, physical)
 
 
 @draws
@@ -296,4 +307,4 @@ def gather_ordered(columns, head):
     """
     capacity = capacity_of(columns)
     rows = logical_to_physical(head, arange(capacity), capacity)
-    return each(ops.gather, columns, rows, 0)
+    return each(take_rows, columns, rows)

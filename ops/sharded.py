@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import mindspore as ms
 from mindspore import Tensor, ops
-from mindspore_rl_buffer.ops._common import arange, capacity_of, draws, each, guarded, sort_ints
+from mindspore_rl_buffer.ops._common import arange, capacity_of, draws, each, guarded, sort_ints, take_rows
 from mindspore_rl_buffer.ops.ring import logical_to_physical
 from mindspore_rl_buffer.ops.rng import uniform_int
 
@@ -205,7 +205,7 @@ def gather_owned(columns, head, owner, local, rank):
     """
     capacity = capacity_of(columns)
     rows = ops.where(owner == rank, logical_to_physical(head, local, capacity), 0)
-    return each(ops.gather, columns, rows, 0)
+    return each(take_rows, columns, rows)
 
 
 def combine_rows(values, owner, group):
