@@ -12,7 +12,7 @@ import mindspore as ms
 from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
 
 from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, TransitionReplayBuffer
-from mindspore_rl_buffer.apps.dqn.primitives import ARGMAX, EXPAND_DIMS, MAP
+from mindspore_rl_buffer.apps.dqn.primitives import ADD_N, ARGMAX, EXPAND_DIMS, MAP
 
 
 def huber_loss(prediction, target, delta: float, reduction: str = "mean"):
@@ -224,12 +224,12 @@ class LearnStep(nn.Cell):
         action, reward, discount = EXPAND_DIMS(action, 1), EXPAND_DIMS(reward, 1), EXPAND_DIMS(discount, 1)
         if self.steps == 1:
             return self.update(state, action, reward, next_state, discount)
-        states, actions, rewards = self.split(state), self.split(action), self.split(reward)
-        next_states, discounts = self.split(next_state), self.split(discount)
-        loss = Tensor(0.0, ms.float32)
-        for step in range(self.steps):
-            loss = loss + self.update(states[step], actions[step], rewards[step], next_states[step], discounts[step])
-        return loss
+        # One update per batch, in order (each reads the weights the one before wrote): ops.Map applies
+        # the update to the batches as a Python loop over the steps would, without a function graph per
+        # step and per tuple index for type inference to compile.
+        losses = MAP(self.update, self.split(state), self.split(action), self.split(reward), self.split(next_state),
+                     self.split(discount))
+        return ADD_N(losses)
 
 
 def learn_calls(buffer: object, learn_steps_per_collect: int) -> tuple[int, int]:

@@ -11,7 +11,7 @@ import numpy as np
 from mindspore import nn
 
 from mindspore_rl_buffer.apps.dqn.cartpole import NUM_ACTIONS, OBSERVATION_SIZE
-from mindspore_rl_buffer.apps.dqn.primitives import Dense
+from mindspore_rl_buffer.apps.dqn.primitives import RELU, Dense
 from mindspore_rl_buffer.checkpoint_files import read_tensors
 from mindspore_rl_buffer.files import FORMATS
 
@@ -51,9 +51,15 @@ class QNetwork(nn.Cell):
             width = hidden
         layers.append(Dense(width, num_actions))
         self.layers = nn.SequentialCell(layers)
+        self.depth = len(hidden_sizes)
 
     def construct(self, observation):
-        return self.layers(observation)
+        # The Dense layers and the ReLU primitive called here, not nn.SequentialCell's construct over its
+        # nn.ReLU Cells: each Cell call is a function graph to compile (docs/platforms.md).
+        h = observation
+        for i in range(self.depth):
+            h = RELU(self.layers[2 * i](h))
+        return self.layers[2 * self.depth](h)
 
 
 def copy_weights(source: nn.Cell, target: nn.Cell) -> None:
