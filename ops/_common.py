@@ -24,6 +24,9 @@ CAST = ops.Cast()
 REDUCE_SUM = ops.ReduceSum()
 RIGHT_SHIFT = ops.RightShift()
 GATHER = ops.Gather()
+SCATTER_UPDATE = ops.ScatterUpdate()
+BITWISE_AND = ops.BitwiseAnd()
+BITWISE_XOR = ops.BitwiseXor()
 EXPAND_DIMS = ops.ExpandDims()
 SHAPE = ops.Shape()
 DTYPE = ops.DType()
@@ -51,7 +54,7 @@ def write_rows(column, rows, values):
     otherwise (float64: the GPU ScatterUpdate has no float64 kernel).
     """
     if column.dtype in SCATTER_UPDATE_DTYPES:
-        return ops.scatter_update(column, rows, values)
+        return SCATTER_UPDATE(column, rows, values)
     return ops.scatter_nd_update(column, rows.reshape((-1, 1)), values)
 
 

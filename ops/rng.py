@@ -29,7 +29,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, ops
 from mindspore.common.seed import _get_graph_seed  # MindSpore's numbering of unseeded random operators
-from mindspore_rl_buffer.ops._common import CAST, RIGHT_SHIFT
+from mindspore_rl_buffer.ops._common import BITWISE_AND, BITWISE_XOR, CAST, RIGHT_SHIFT
 
 #: The bound of a key and of the counter a stream may reach: every ``counter + i`` stays exact in int64.
 KEY_END = COUNTER_END = 2**62
@@ -45,7 +45,7 @@ def _shift(x, bits):
 
 def _low32(x):
     """``x mod 2**32``, in ``[0, 2**32)`` for any int64 ``x`` (two's complement)."""
-    return ops.bitwise_and(x, Tensor(2**32 - 1, ms.int64))
+    return BITWISE_AND(x, Tensor(2**32 - 1, ms.int64))
 
 
 def _mul32(x, multiplier):
@@ -57,11 +57,11 @@ def _mul32(x, multiplier):
 
 
 def _finalise(x):
-    x = ops.bitwise_xor(x, _shift(x, 16))
+    x = BITWISE_XOR(x, _shift(x, 16))
     x = _mul32(x, _M1)
-    x = ops.bitwise_xor(x, _shift(x, 15))
+    x = BITWISE_XOR(x, _shift(x, 15))
     x = _mul32(x, _M2)
-    return ops.bitwise_xor(x, _shift(x, 16))
+    return BITWISE_XOR(x, _shift(x, 16))
 
 
 @ops.constexpr
@@ -108,8 +108,8 @@ def random_bits(rng, n):
     at = ops.assign_add(counter, _step(n)) + _offsets(n)
     low, high = _low32(at), _shift(at, 32)
     # A scalar key split by two scalar kernels: a slice of a small tensor costs far more on CPU.
-    x = _finalise(ops.bitwise_xor(low, _low32(key)))
-    x = _finalise(ops.bitwise_xor(ops.bitwise_xor(x, high), _shift(key, 32)))
+    x = _finalise(BITWISE_XOR(low, _low32(key)))
+    x = _finalise(BITWISE_XOR(BITWISE_XOR(x, high), _shift(key, 32)))
     return x
 
 

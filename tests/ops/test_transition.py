@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from mindspore import Parameter, Tensor
 from mindspore_rl_buffer.ops import (
+    _common,
     count_starts,
     final_rows,
     insert_steps,
@@ -164,7 +165,8 @@ def test_a_batch_longer_than_the_ring_writes_each_row_once(monkeypatch):
         written.append(rows.asnumpy())
         return scatter_update(parameter, rows, values)
 
-    monkeypatch.setattr(ms.ops, "scatter_update", recording)
+    monkeypatch.setattr(ms.ops, "scatter_update", recording)  # the ranks and the start table
+    monkeypatch.setattr(_common, "SCATTER_UPDATE", recording)  # the frames (ops._common.write_rows)
     state = OperatorState(2, 3)
     batch = EpisodeStream(2, seed=1).take(7)
     state.insert(batch)

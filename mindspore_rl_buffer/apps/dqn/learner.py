@@ -12,7 +12,7 @@ import mindspore as ms
 from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
 
 from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, TransitionReplayBuffer
-from mindspore_rl_buffer.apps.dqn.primitives import ADD_N, ARGMAX, EXPAND_DIMS, MAP
+from mindspore_rl_buffer.apps.dqn.primitives import ADD_N, ARGMAX, ASSIGN, EXPAND_DIMS, MAP
 
 
 def huber_loss(prediction, target, delta: float, reduction: str = "mean"):
@@ -127,7 +127,7 @@ class TargetSync(nn.Cell):
         steps = ops.depend(self.learn_steps + 1, loss)
         ops.assign(self.learn_steps, steps)
         if steps % self.period == 0:
-            _ = MAP(ops.assign, self.target, self.online)
+            _ = MAP(ASSIGN, self.target, self.online)
         return loss
 
 

@@ -12,6 +12,7 @@ import mindspore as ms
 from mindspore import nn, ops
 
 ADD_N = ops.AddN()
+ASSIGN = ops.Assign()
 #: ``argmax`` over the last of two axes, as int32 (the actions' dtype).
 ARGMAX = ops.Argmax(axis=1, output_type=ms.int32)
 CAST = ops.Cast()
