@@ -242,7 +242,7 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
             return self.storage.count
         batch = each(leading_axis, transition) if single else transition
         if check:
-            _, ok = transition_ops.final_rows(self.last_ended, batch[3], batch[4])
+            ok = transition_ops.final_rows(self.last_ended, batch[3], batch[4])[1]
             batch = guarded(batch, ok, [self.last_ended])
         storage = self.storage
         self._before_insert(batch)

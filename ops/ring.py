@@ -129,8 +129,9 @@ def insert(columns, head, count, batch):
     kept = batch_size if batch_size < capacity else capacity  # Python's min() compiles a graph of its own
     if kept == batch_size and isinstance(batch, list) == isinstance(columns, list):  # sequences of one kind: Map's rule
         # One Map over the columns: a loop over them compiles a function graph per column and per index.
-        _ = MAP(ops.partial(_write_at, rows), columns, batch)
-        return rows, new_head, new_count
+        # The rows returned depend on the writes, so that no caller's graph drops them.
+        written = MAP(ops.partial(_write_at, rows), columns, batch)
+        return ops.depend(rows, written), new_head, new_count
     for i in range(len(columns)):
         values = batch[i]
         if kept < batch_size:
