@@ -138,7 +138,7 @@ def masked_counts(flags, spans):
 
 
 def each(fn, values, arg=None):
-    """``tuple(fn(value) for value in values)``, or ``fn(value, arg)`` with ``arg``, as one ``ops.Map`` for the graphs.
+    """``tuple(fn(value) for value in values)``, or ``fn(arg, value)`` with ``arg``, as one ``ops.Map`` for the graphs.
 
     MindSpore 2.10 compiles a comprehension or a generator expression in a graph through a slow
     path (about 0.1 s each), and a loop that appends to a list compiles a function graph for
@@ -146,6 +146,7 @@ def each(fn, values, arg=None):
     (docs/platforms.md). Graph code uses it, or a loop that concatenates tuples. ``fn`` is best a
     primitive instance or a function of primitive instances (:func:`take_rows`,
     :func:`leading_axis`): an ``ops`` wrapper compiles as graphs of its own for every column type.
+    ``arg``, shared by every call, comes first (``ops.partial`` binds it).
 
     Examples:
         >>> from mindspore import ops, Tensor
