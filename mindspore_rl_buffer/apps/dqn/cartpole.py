@@ -24,10 +24,28 @@ import math
 
 import mindspore as ms
 import numpy as np
-from mindspore import Parameter, Tensor, nn, ops
+from mindspore import Parameter, Tensor, nn
 
 from mindspore_rl_buffer.apps.dqn.draws import state, uniform
-from mindspore_rl_buffer.apps.dqn.primitives import CAST
+from mindspore_rl_buffer.apps.dqn.primitives import (
+    ABS,
+    ADDCMUL,
+    ADDCMUL_ONE,
+    ASSIGN,
+    CAST,
+    COS,
+    EXPAND_DIMS,
+    LOGICAL_AND,
+    LOGICAL_NOT,
+    LOGICAL_OR,
+    ONES,
+    REDUCE_ANY,
+    SELECT,
+    SIN,
+    STACK_COLUMNS,
+    UNSTACK_COLUMNS,
+    ZEROS_LIKE,
+)
 
 GRAVITY = 9.8
 MASS_CART = 1.0
@@ -54,6 +72,10 @@ _TEMP_GAIN = POLE_MASS_LENGTH / TOTAL_MASS
 _ONE_OVER_G = 1.0 / GRAVITY
 _DENOMINATOR = Tensor(np.float32(LENGTH * 4.0 / 3.0 / GRAVITY))
 _DENOMINATOR_GAIN = LENGTH * MASS_POLE / (TOTAL_MASS * GRAVITY)
+# ``Addcmul``'s factors as the float32 tensors ``ops.addcmul`` makes of them, made once: the primitive is one
+# node of a graph, where each call of the wrapper is a function graph of its own to compile.
+_GAINS = {name: Tensor(value, ms.float32) for name, value in
+          (("temp", _TEMP_GAIN), ("denominator", -_DENOMINATOR_GAIN), ("theta", -_ONE_OVER_G), ("x", -_TEMP_GAIN))}
 _TAU_ROW = Tensor(np.full(OBSERVATION_SIZE, TAU, np.float32))
 
 
@@ -78,15 +100,15 @@ def accelerations(theta, theta_dot, push):
     Supported Platforms:
         ``GPU`` ``CPU``
     """
-    sintheta = ops.sin(theta)
-    costheta = ops.cos(theta)
+    sintheta = SIN(theta)
+    costheta = COS(theta)
     # temp = (force + pole_mass_length * theta_dot**2 * sin) / total_mass
-    temp = ops.addcmul(push, theta_dot * sintheta, theta_dot, _TEMP_GAIN)
+    temp = ADDCMUL(push, theta_dot * sintheta, theta_dot, _GAINS["temp"])
     # thetaacc = (g * sin - cos * temp) / (length * (4/3 - mass_pole * cos**2 / total_mass)), over g
-    denominator = ops.addcmul(_DENOMINATOR, costheta, costheta, -_DENOMINATOR_GAIN)
-    thetaacc = ops.addcmul(sintheta, costheta, temp, -_ONE_OVER_G) / denominator
+    denominator = ADDCMUL(_DENOMINATOR, costheta, costheta, _GAINS["denominator"])
+    thetaacc = ADDCMUL(sintheta, costheta, temp, _GAINS["theta"]) / denominator
     # xacc = temp - pole_mass_length * thetaacc * cos / total_mass
-    xacc = ops.addcmul(temp, thetaacc, costheta, -_TEMP_GAIN)
+    xacc = ADDCMUL(temp, thetaacc, costheta, _GAINS["x"])
     return xacc, thetaacc
 
 
@@ -107,12 +129,12 @@ def cartpole_step(state, action):
     """
     # Written with few kernels (each costs a few microseconds on a CPU, whatever its size): the
     # Euler update and the termination test act on the whole (n, 4) state at once.
-    _, x_dot, theta, theta_dot = ops.unstack(state, axis=1)
-    push = CAST(ops.where(action == 1, PUSH_PER_MASS, -PUSH_PER_MASS), state.dtype)
+    _, x_dot, theta, theta_dot = UNSTACK_COLUMNS(state)
+    push = CAST(SELECT(action == 1, PUSH_PER_MASS, -PUSH_PER_MASS), state.dtype)
     xacc, thetaacc = accelerations(theta, theta_dot, push)
-    next_state = ops.addcmul(state, ops.stack((x_dot, xacc, theta_dot, thetaacc), axis=1), _TAU_ROW)
+    next_state = ADDCMUL(state, STACK_COLUMNS((x_dot, xacc, theta_dot, thetaacc)), _TAU_ROW, ADDCMUL_ONE)
     # |x| > 2.4 or |theta| > 12 degrees; the velocities never terminate.
-    terminated = (ops.abs(next_state) > _LIMITS).any(axis=1)
+    terminated = REDUCE_ANY(ABS(next_state) > _LIMITS, 1)
     return next_state, terminated
 
 
@@ -193,9 +215,9 @@ class CartPole(nn.Cell):
     def reset(self):
         """Reset every environment; return the new observations, float32 ``(num_envs, 4)``."""
         state = self._initial_states()
-        ops.assign(self.state, state)
-        ops.assign(self.elapsed, ops.zeros_like(self.elapsed))
-        ops.assign(self.ended, ops.zeros_like(self.ended))
+        ASSIGN(self.state, state)
+        ASSIGN(self.elapsed, ZEROS_LIKE(self.elapsed))
+        ASSIGN(self.ended, ZEROS_LIKE(self.ended))
         return state
 
     def step(self, action, unit=None):
@@ -205,25 +227,26 @@ class CartPole(nn.Cell):
         next_state, terminated = cartpole_step(self.state, action)
         elapsed = self.elapsed + 1
         truncated = elapsed >= self.max_episode_steps
-        done = ops.logical_or(terminated, truncated)
-        observation = ops.where(done.expand_dims(1), self._initial_states(unit), next_state)
-        ops.assign(self.state, observation)
-        ops.assign(self.elapsed, ops.where(done, ops.zeros_like(elapsed), elapsed))
-        reward = ops.ones((self.num_envs,), ms.float32)
+        done = LOGICAL_OR(terminated, truncated)
+        observation = SELECT(EXPAND_DIMS(done, 1), self._initial_states(unit), next_state)
+        ASSIGN(self.state, observation)
+        ASSIGN(self.elapsed, SELECT(done, ZEROS_LIKE(elapsed), elapsed))
+        reward = ONES((self.num_envs,), ms.float32)
         return next_state, reward, terminated, truncated
 
     def _step_then_reset(self, action, unit):
         """The ``'next_step'`` step: the environments that ended last step reset, the others step."""
         resetting = self.ended > 0
         stepped, fell = cartpole_step(self.state, action)
-        elapsed = ops.where(resetting, ops.zeros_like(self.elapsed), self.elapsed + 1)
-        terminated = ops.logical_and(fell, ops.logical_not(resetting))
-        truncated = ops.logical_and(elapsed >= self.max_episode_steps, ops.logical_not(resetting))
-        observation = ops.where(resetting.expand_dims(1), self._initial_states(unit), stepped)
-        ops.assign(self.state, observation)
-        ops.assign(self.elapsed, elapsed)
-        ops.assign(self.ended, CAST(ops.logical_or(terminated, truncated), ms.int32))
-        reward = CAST(ops.where(resetting, 0.0, 1.0), ms.float32)
+        elapsed = SELECT(resetting, ZEROS_LIKE(self.elapsed), self.elapsed + 1)
+        playing = LOGICAL_NOT(resetting)
+        terminated = LOGICAL_AND(fell, playing)
+        truncated = LOGICAL_AND(elapsed >= self.max_episode_steps, playing)
+        observation = SELECT(EXPAND_DIMS(resetting, 1), self._initial_states(unit), stepped)
+        ASSIGN(self.state, observation)
+        ASSIGN(self.elapsed, elapsed)
+        ASSIGN(self.ended, CAST(LOGICAL_OR(terminated, truncated), ms.int32))
+        reward = CAST(SELECT(resetting, 0.0, 1.0), ms.float32)
         return observation, reward, terminated, truncated
 
     def construct(self, action, unit=None):

@@ -19,7 +19,7 @@ from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, TransitionRep
 from mindspore_rl_buffer.apps.dqn.cartpole import OBSERVATION_SIZE, CartPole
 from mindspore_rl_buffer.apps.dqn.draws import state, uniform
 from mindspore_rl_buffer.apps.dqn.policy import EpsilonGreedy
-from mindspore_rl_buffer.apps.dqn.primitives import CAST, REDUCE_SUM, STRIDED_SLICE
+from mindspore_rl_buffer.apps.dqn.primitives import ASSIGN, CAST, EXPAND_DIMS, LOGICAL_OR, REDUCE_SUM, STRIDED_SLICE
 
 
 class EpisodeTracker(nn.Cell):
@@ -49,10 +49,10 @@ class EpisodeTracker(nn.Cell):
     def construct(self, reward, done):
         running = self.episode_return + reward
         done_f = CAST(done, ms.float32)
-        ops.assign(self.finished_return, self.finished_return + REDUCE_SUM(running * done_f))
+        ASSIGN(self.finished_return, self.finished_return + REDUCE_SUM(running * done_f))
         finished = CAST(REDUCE_SUM(done_f), ms.int32)  # exact: num_envs is far below 2**24
-        ops.assign(self.finished_episodes, self.finished_episodes + finished)
-        ops.assign(self.episode_return, running * (1.0 - done_f))
+        ASSIGN(self.finished_episodes, self.finished_episodes + finished)
+        ASSIGN(self.episode_return, running * (1.0 - done_f))
         return done_f
 
     def read(self) -> tuple[float, int]:
@@ -98,12 +98,12 @@ class ActStep(nn.Cell):
         reset_draws = STRIDED_SLICE(drawn, (0, 2), (n, 2 + OBSERVATION_SIZE), (1, 1))
         action = self.policy(state, policy_draws)
         next_state, reward, terminated, truncated = self.env.step(action, reset_draws)
-        _ = self.tracker(reward, ops.logical_or(terminated, truncated))
+        _ = self.tracker(reward, LOGICAL_OR(terminated, truncated))
         if self.steps:  # the row of `state`; next_state is the next row's observation
             return (state, action, reward, CAST(terminated, ms.uint8),
                     ops.depend(CAST(truncated, ms.uint8), next_state))
-        return (state, action.expand_dims(1), reward.expand_dims(1), next_state,
-                CAST(terminated, ms.float32).expand_dims(1))
+        return (state, EXPAND_DIMS(action, 1), EXPAND_DIMS(reward, 1), next_state,
+                EXPAND_DIMS(CAST(terminated, ms.float32), 1))
 
 
 class CollectStep(nn.Cell):

@@ -11,9 +11,9 @@ graph, so a compiled graph serves every seed: ``train``'s compile cache is share
 from __future__ import annotations
 
 import mindspore as ms
-from mindspore import Parameter, ops
+from mindspore import Parameter
 
-from mindspore_rl_buffer.apps.dqn.primitives import CAST
+from mindspore_rl_buffer.apps.dqn.primitives import CAST, FLOOR, MINIMUM
 from mindspore_rl_buffer.ops import random_state, uniform_real
 
 
@@ -73,4 +73,4 @@ def integers(shape, high, rng):
 
 def below(unit, high):
     """Uniform draws ``unit`` from ``[0, 1)`` as integers in ``[0, high)``, int32, for a small Python int ``high``."""
-    return ops.minimum(CAST(ops.floor(unit * high), ms.int32), high - 1)  # a product rounded up to `high`
+    return MINIMUM(CAST(FLOOR(unit * high), ms.int32), high - 1)  # a product rounded up to `high`

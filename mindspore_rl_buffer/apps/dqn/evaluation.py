@@ -24,7 +24,21 @@ from mindspore_rl_buffer.apps.dqn.cartpole import (
     accelerations,
 )
 from mindspore_rl_buffer.apps.dqn.policy import FoldedGreedy, GreedyAction
-from mindspore_rl_buffer.apps.dqn.primitives import ARGMAX, CAST, REDUCE_ANY, REDUCE_MAX, REDUCE_SUM
+from mindspore_rl_buffer.apps.dqn.primitives import (
+    ABS,
+    ADDCMUL,
+    ADDCMUL_ONE,
+    ARGMAX,
+    CAST,
+    LOGICAL_AND,
+    REDUCE_ANY,
+    REDUCE_MAX,
+    REDUCE_SUM,
+    RESHAPE,
+    SELECT,
+    STACK_COLUMNS,
+    UNSTACK_COLUMNS,
+)
 
 # CartPole's termination limits on the augmented state (x, x_dot, theta, theta_dot, 1)
 _LIMITS_AUGMENTED = Tensor(np.array([X_THRESHOLD, np.inf, THETA_THRESHOLD, np.inf, np.inf], np.float32))
@@ -135,6 +149,7 @@ class EvalLoop(nn.Cell):
         self.pull = Tensor(np.full(n, -PUSH_PER_MASS, np.float32))
         self.tau = Tensor(np.array([TAU] * 4 + [0.0], np.float32))  # the column of ones stays 1
         self.zero = Tensor(np.zeros(n, np.float32))  # the column of ones' change; an ended episode's alive mark
+        self.ones = Tensor(np.ones(n, np.float32))  # every episode alive at the start
         # steps of the pass left after a fall at each of its steps; the steps an episode plays in a pass
         self.left_after = Tensor(np.tile(np.arange(unroll - 1, -1, -1, dtype=np.float32), (n, 1)))
         self.whole = Tensor(np.full(n, unroll, np.float32))
@@ -143,28 +158,29 @@ class EvalLoop(nn.Cell):
     def _step(self, state, weights):
         """One greedy step of the augmented states ``(n, 5)``: the dynamics of ``cartpole_step``."""
         scores = self.policy.scores(state, weights)
-        push = (scores > 0).reshape((-1,)) if self.policy.two_actions else ARGMAX(scores) == 1
-        _, x_dot, theta, theta_dot, _ = ops.unstack(state, axis=1)
-        xacc, thetaacc = accelerations(theta, theta_dot, ops.select(push, self.push, self.pull))
-        return ops.addcmul(state, ops.stack((x_dot, xacc, theta_dot, thetaacc, self.zero), axis=1), self.tau)
+        push = RESHAPE(scores > 0, (-1,)) if self.policy.two_actions else ARGMAX(scores) == 1
+        _, x_dot, theta, theta_dot, _ = UNSTACK_COLUMNS(state)
+        xacc, thetaacc = accelerations(theta, theta_dot, SELECT(push, self.push, self.pull))
+        return ADDCMUL(state, STACK_COLUMNS((x_dot, xacc, theta_dot, thetaacc, self.zero)), self.tau,
+                       ADDCMUL_ONE)
 
     def construct(self):
         weights = self.policy.fold()
         state = self.policy.augment(self.env.reset())
-        returns = ops.zeros((state.shape[0],), ms.float32)
-        alive = ops.ones_like(returns)
+        returns = self.zero
+        alive = self.ones
         steps = Tensor(0, ms.int32)
-        while ops.logical_and(steps < self.max_episode_steps, REDUCE_SUM(alive) > 0):
+        while LOGICAL_AND(steps < self.max_episode_steps, REDUCE_SUM(alive) > 0):
             states = ()
             for _ in range(self.unroll):
                 state = self._step(state, weights)
                 states = (*states, state)
             # (n, unroll): |x| > 2.4 or |theta| > 12 degrees after each step of the pass
-            fell = REDUCE_ANY(ops.abs(ops.stack(states, 1)) > _LIMITS_AUGMENTED, 2)
+            fell = REDUCE_ANY(ABS(STACK_COLUMNS(states)) > _LIMITS_AUGMENTED, 2)
             # an episode still going plays the whole pass, or up to its first fall, that step included
-            played = self.whole - REDUCE_MAX(ops.select(fell, self.left_after, self.none_left), 1)
+            played = self.whole - REDUCE_MAX(SELECT(fell, self.left_after, self.none_left), 1)
             returns = returns + alive * played
-            alive = ops.select(REDUCE_ANY(fell, 1), self.zero, alive)
+            alive = SELECT(REDUCE_ANY(fell, 1), self.zero, alive)
             steps = steps + self.unroll
         return returns
 

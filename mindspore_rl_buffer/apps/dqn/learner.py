@@ -12,7 +12,7 @@ import mindspore as ms
 from mindspore import Parameter, ParameterTuple, Tensor, nn, ops
 
 from mindspore_rl_buffer import ReplayBuffer, ShardedReplayBuffer, TransitionReplayBuffer
-from mindspore_rl_buffer.apps.dqn.primitives import ADD_N, ARGMAX, ASSIGN, EXPAND_DIMS, MAP
+from mindspore_rl_buffer.apps.dqn.primitives import ADD_N, ARGMAX, ASSIGN, EXPAND_DIMS, GATHER_D, MAP, STOP_GRADIENT
 
 
 def huber_loss(prediction, target, delta: float, reduction: str = "mean"):
@@ -81,18 +81,21 @@ class DQNLoss(nn.Cell):
         self.gamma = float(gamma)
         self.double_dqn = bool(double_dqn)
         self.huber_delta = float(huber_delta)
+        # huber_loss's kernel as a primitive instance: one node to compile, where the ops wrapper is a graph.
+        self.smooth_l1 = ops.SmoothL1Loss(beta=self.huber_delta, reduction="mean")
 
     def construct(self, state, action, reward, next_state, terminated):
-        q_taken = ops.gather_elements(self.q_net(state), 1, action)
+        q_taken = GATHER_D(self.q_net(state), 1, action)
         next_target = self.target_net(next_state)
         if self.double_dqn:
             next_action = EXPAND_DIMS(ARGMAX(self.q_net(next_state)), 1)
         else:
             next_action = EXPAND_DIMS(ARGMAX(next_target), 1)
-        next_value = ops.gather_elements(next_target, 1, next_action)
+        next_value = GATHER_D(next_target, 1, next_action)
         discount = terminated if self.discounted else self.gamma * (1.0 - terminated)
-        target = ops.stop_gradient(reward + discount * next_value)
-        return huber_loss(q_taken, target, self.huber_delta)
+        target = STOP_GRADIENT(reward + discount * next_value)
+        loss = self.smooth_l1(q_taken, target)  # huber_loss(q_taken, target, self.huber_delta)
+        return loss if self.huber_delta == 1.0 else self.huber_delta * loss
 
 
 class TargetSync(nn.Cell):
@@ -125,7 +128,7 @@ class TargetSync(nn.Cell):
 
     def construct(self, loss):
         steps = ops.depend(self.learn_steps + 1, loss)
-        ops.assign(self.learn_steps, steps)
+        ASSIGN(self.learn_steps, steps)
         if steps % self.period == 0:
             _ = MAP(ASSIGN, self.target, self.online)
         return loss

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import mindspore as ms
 from mindspore import Parameter, Tensor, nn, ops
 
-from mindspore_rl_buffer.apps.dqn.primitives import MAP
+from mindspore_rl_buffer.apps.dqn.primitives import ASSIGN, MAP
 
 
 class Adam(nn.Optimizer):
@@ -65,8 +65,8 @@ class Adam(nn.Optimizer):
         lr = self.get_lr()
         beta1_power = self.beta1_power * self.beta1
         beta2_power = self.beta2_power * self.beta2
-        ops.assign(self.beta1_power, beta1_power)
-        ops.assign(self.beta2_power, beta2_power)
+        ASSIGN(self.beta1_power, beta1_power)
+        ASSIGN(self.beta2_power, beta2_power)
         updated = MAP(ops.partial(self.adam_step, beta1_power, beta2_power, lr), self._parameters, self.moment1,
                       self.moment2, gradients)
         return ops.depend(True, updated)

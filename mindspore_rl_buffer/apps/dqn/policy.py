@@ -2,11 +2,26 @@
 from __future__ import annotations
 
 import mindspore as ms
+import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 
 from mindspore_rl_buffer.apps.dqn.cartpole import NUM_ACTIONS
 from mindspore_rl_buffer.apps.dqn.draws import below, state, uniform
-from mindspore_rl_buffer.apps.dqn.primitives import ARGMAX, CAST, MATMUL, RELU
+from mindspore_rl_buffer.apps.dqn.primitives import (
+    ARGMAX,
+    ASSIGN,
+    CAST,
+    CONCAT_COLUMNS,
+    CONCAT_ROWS,
+    MATMUL,
+    MINIMUM,
+    ONES,
+    RELU,
+    RESHAPE,
+    SELECT,
+    TRANSPOSE,
+    UNSTACK_COLUMNS,
+)
 
 
 class EpsilonGreedy(nn.Cell):
@@ -46,7 +61,7 @@ class EpsilonGreedy(nn.Cell):
 
     def epsilon(self):
         """The current epsilon, a float32 scalar tensor."""
-        fraction = ops.minimum(CAST(self.steps, ms.float32) / self.epsilon_decay_steps, 1.0)
+        fraction = MINIMUM(CAST(self.steps, ms.float32) / self.epsilon_decay_steps, 1.0)
         return self.epsilon_start + fraction * (self.epsilon_end - self.epsilon_start)
 
     def construct(self, observation, uniforms=None):
@@ -54,11 +69,11 @@ class EpsilonGreedy(nn.Cell):
         greedy = ARGMAX(self.q_net(observation))
         if uniforms is None:
             uniforms = uniform((n, 2), (self.rng_key, self.rng_counter))
-        coin, pick = ops.unstack(uniforms, axis=1)
+        coin, pick = UNSTACK_COLUMNS(uniforms)
         random_action = below(pick, NUM_ACTIONS)
         explore = coin < self.epsilon()
-        ops.assign(self.steps, self.steps + n)
-        return ops.where(explore, random_action, greedy)
+        ASSIGN(self.steps, self.steps + n)
+        return SELECT(explore, random_action, greedy)
 
 
 class GreedyAction(nn.Cell):
@@ -136,25 +151,32 @@ class FoldedGreedy(nn.Cell):
         self.q_net = q_net  # not its layers: they would take this Cell's name path, and checkpoints their names
         self.num_layers = len(dense)
         self.two_actions = dense[-1].out_channels == 2
+        # Each hidden layer's unit fixed at 1: a column of zeros below its inputs, then the one that carries
+        # the bias row of the next layer through (one (inputs + 1, 1) column per hidden layer).
+        self.units = tuple(Tensor(np.eye(d.in_channels + 1, 1, -d.in_channels, dtype=np.float32), d.weight.dtype)
+                           for d in dense[:-1])
+        self.split_actions = ops.Split(axis=1, output_num=2)
 
     def fold(self):
         """The folded weight matrices, a tuple with one ``(inputs + 1, outputs)`` matrix per layer."""
+        # Primitives throughout: the evaluation graph compiles fold() once per launch, and each ops
+        # wrapper (concat, ones, .T, a slice) is a function graph of its own to compile.
         folded = ()
         last = self.num_layers - 1
         for i in range(self.num_layers):
             layer = self.q_net.layers[2 * i]
-            weight = ops.concat((layer.weight.T, layer.bias.reshape((1, -1))), 0)
+            weight = CONCAT_ROWS((TRANSPOSE(layer.weight, (1, 0)), RESHAPE(layer.bias, (1, -1))))
             if i < last:  # one more unit, fixed at 1 after the ReLU: the next layer's bias input
-                one = ops.concat((ops.zeros((weight.shape[0] - 1, 1), weight.dtype), ops.ones((1, 1), weight.dtype)), 0)
-                weight = ops.concat((weight, one), 1)
+                weight = CONCAT_COLUMNS((weight, self.units[i]))
             elif self.two_actions:
-                weight = weight[:, 1:2] - weight[:, 0:1]
+                q0, q1 = self.split_actions(weight)
+                weight = q1 - q0
             folded = (*folded, weight)
         return folded
 
     def augment(self, observation):
         """``observation`` with the column of ones from which the first folded layer reads its bias."""
-        return ops.concat((observation, ops.ones((observation.shape[0], 1), observation.dtype)), 1)
+        return CONCAT_COLUMNS((observation, ONES((observation.shape[0], 1), observation.dtype)))
 
     def scores(self, augmented, weights):
         """The last layer's output for augmented observations: ``Q1 - Q0`` (``(n, 1)``) with two

@@ -11,19 +11,44 @@ from __future__ import annotations
 import mindspore as ms
 from mindspore import nn, ops
 
+ABS = ops.Abs()
 ADD_N = ops.AddN()
+ADDCMUL = ops.Addcmul()
+#: ``Addcmul``'s factor where ``ops.addcmul``'s default (1) is meant.
+ADDCMUL_ONE = ms.Tensor(1.0, ms.float32)
 ASSIGN = ops.Assign()
 #: ``argmax`` over the last of two axes, as int32 (the actions' dtype).
 ARGMAX = ops.Argmax(axis=1, output_type=ms.int32)
 CAST = ops.Cast()
+CONCAT_COLUMNS = ops.Concat(axis=1)
+CONCAT_ROWS = ops.Concat(axis=0)
+COS = ops.Cos()
 EXPAND_DIMS = ops.ExpandDims()
+FLOOR = ops.Floor()
+#: ``gather_elements`` along the last of two axes: ``GatherD(x, 1, index)``.
+GATHER_D = ops.GatherD()
+LOGICAL_AND = ops.LogicalAnd()
+LOGICAL_NOT = ops.LogicalNot()
+LOGICAL_OR = ops.LogicalOr()
 MAP = ops.Map()
 MATMUL = ops.MatMul()
+MINIMUM = ops.Minimum()
+ONES = ops.Ones()
 RELU = ops.ReLU()
 REDUCE_ANY = ops.ReduceAny()
 REDUCE_MAX = ops.ReduceMax()
 REDUCE_SUM = ops.ReduceSum()
+RESHAPE = ops.Reshape()
+SELECT = ops.Select()
+SIN = ops.Sin()
+#: Stacks a tuple of tensors along a new axis 1: ``(n,)`` columns into ``(n, k)``.
+STACK_COLUMNS = ops.Stack(axis=1)
+STOP_GRADIENT = ops.StopGradient()
 STRIDED_SLICE = ops.StridedSlice()
+TRANSPOSE = ops.Transpose()
+#: Unstacks ``(n, k)`` into its ``k`` columns.
+UNSTACK_COLUMNS = ops.Unstack(axis=1)
+ZEROS_LIKE = ops.ZerosLike()
 
 
 class Dense(nn.Dense):
