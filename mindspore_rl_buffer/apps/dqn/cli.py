@@ -302,7 +302,7 @@ def _train(args: argparse.Namespace) -> int:
             else:
                 return _failed(error, f"could not keep compiled graphs in --compile-cache {args.compile_cache!r}",
                                args.compile_cache)
-    # MindSpore collects garbage before compiling each graph (three in a run): the objects that exist now
+    # MindSpore collects garbage before compiling each graph (two in a run): the objects that exist now
     # (the imports', the config's) are left out of those collections while the run trains.
     gc.freeze()
     finished = False

@@ -126,18 +126,3 @@ class CollectStep(nn.Cell):
         columns = self.act()
         _ = self.buffer.insert(columns)
         return columns
-
-
-class ResetEnv(nn.Cell):
-    """Reset a :class:`CartPole` as a compiled graph; returns the observations.
-
-    Args:
-        env (CartPole): The environments to reset.
-    """
-
-    def __init__(self, env: CartPole) -> None:
-        super().__init__()
-        self.env = env
-
-    def construct(self):
-        return self.env.reset()
