@@ -43,3 +43,13 @@ def test_the_wheel_installs_ops_inside_the_package(tmp_path):
     for package in ("matplotlib", "tqdm"):
         (line,) = [line for line in requires if line.split()[1].startswith(package)]
         assert line.endswith('; extra == "dqn"'), line
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_importing_the_package_leaves_the_garbage_collector_as_it_found_it(collecting):
+    # The package pauses the collector while MindSpore imports; a process that had it off keeps it off.
+    script = (f"import gc\n{'gc.enable()' if collecting else 'gc.disable()'}\nimport mindspore_rl_buffer\n"
+              f"import mindspore_rl_buffer.apps.dqn.cli\nprint(gc.isenabled())\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == str(collecting)
