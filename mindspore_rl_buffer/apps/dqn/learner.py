@@ -39,7 +39,11 @@ def huber_loss(prediction, target, delta: float, reduction: str = "mean"):
         >>> huber_loss(errors, zeros, 2.0, "none").asnumpy().tolist()  # 0.5 e**2 within 2; 2 (|e| - 1) beyond
         [0.125, 4.0]
     """
-    loss = ops.smooth_l1_loss(prediction, target, delta, reduction)
+    return _huber_from_smooth_l1(ops.smooth_l1_loss(prediction, target, delta, reduction), delta)
+
+
+def _huber_from_smooth_l1(loss, delta: float):
+    """The Huber loss with delta d from the SmoothL1 loss with beta d: d times it."""
     return loss if delta == 1.0 else delta * loss
 
 
@@ -94,8 +98,7 @@ class DQNLoss(nn.Cell):
         next_value = GATHER_D(next_target, 1, next_action)
         discount = terminated if self.discounted else self.gamma * (1.0 - terminated)
         target = STOP_GRADIENT(reward + discount * next_value)
-        loss = self.smooth_l1(q_taken, target)  # huber_loss(q_taken, target, self.huber_delta)
-        return loss if self.huber_delta == 1.0 else self.huber_delta * loss
+        return _huber_from_smooth_l1(self.smooth_l1(q_taken, target), self.huber_delta)
 
 
 class TargetSync(nn.Cell):
