@@ -267,11 +267,14 @@ def run_in_tree(script: Path, root: Path, args: list[str], mark: str, timeout: f
     """The figures of ``script --child *args`` run in a fresh process that imports the tree ``root``.
 
     The child prints its figures as JSON on a line starting with ``mark``, with the path of the
-    package it imported under ``"package"``.
+    package it imported under ``"package"`` and the file of every ``mindspore_rl_buffer`` module it
+    imported under ``"modules"``. ``root`` must be laid out as the installed package is
+    (:func:`checkout`): in a plain checkout, ``mindspore_rl_buffer.ops`` and ``.configs`` are
+    imported from the installed project instead, and the figures would mix two trees.
 
     Raises:
-        RuntimeError: If the process fails, prints no figures, or imported the package from
-            outside ``root``.
+        RuntimeError: If the process fails, prints no figures, or imported the package or one of
+            its modules (``ops`` and ``configs`` included) from outside ``root``.
     """
     environment = {**os.environ, "PYTHONPATH": str(root), **(env or {})}
     done = subprocess.run([sys.executable, str(script), "--child", *args], cwd=root, env=environment,
@@ -282,6 +285,13 @@ def run_in_tree(script: Path, root: Path, args: list[str], mark: str, timeout: f
     figures = json.loads(lines[-1][len(mark):])
     if not Path(figures["package"]).resolve().is_relative_to(Path(root).resolve()):
         raise RuntimeError(f"the process imported {figures['package']}, not the tree {root}")
+    outside = sorted(name for name, path in figures["modules"].items()
+                     if not Path(path).resolve().is_relative_to(Path(root).resolve()))
+    if outside:
+        raise RuntimeError(f"the process on the tree {root} imported {len(outside)} modules of the package from "
+                           f"outside it, such as {outside[0]} from {figures['modules'][outside[0]]}: lay the tree out "
+                           f"as the installed package is (benchmarks.common.checkout)")
+    del figures["modules"]  # checked; the records keep the package's path only
     return figures
 
 

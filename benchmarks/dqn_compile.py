@@ -268,7 +268,9 @@ def child(part: str, option: str, phases: bool, setup: bool, sizes: bool = False
         graph(one).asnumpy()
         again = time.perf_counter() - start
         figures: dict[str, Any] = {"package": mindspore_rl_buffer.__file__, "compile_s": first - again,
-                                   "first_s": first}
+                                   "first_s": first, "modules": {
+                                       name: module.__file__ for name, module in sys.modules.items()
+                                       if name.partition(".")[0] == "mindspore_rl_buffer" and module.__file__}}
         if phases:
             log.seek(0)
             figures["actions"] = actions(log.read())

@@ -196,7 +196,9 @@ def child(passes: int, repeats: int, runtime: bool, threads: bool) -> dict[str, 
     cells = _cells(agent)
     for cell in cells.values():
         cell(Tensor(2, ms.int32)).asnumpy()  # compiled before any timing
-    figures: dict[str, Any] = {"package": mindspore_rl_buffer.__file__, "ms": _per_pass_ms(cells, passes, repeats)}
+    figures: dict[str, Any] = {"package": mindspore_rl_buffer.__file__, "ms": _per_pass_ms(cells, passes, repeats),
+                               "modules": {name: module.__file__ for name, module in sys.modules.items()
+                                           if name.partition(".")[0] == "mindspore_rl_buffer" and module.__file__}}
     if runtime:
         probes = _runtime_cells()
         for cell in probes.values():

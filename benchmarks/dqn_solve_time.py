@@ -95,7 +95,9 @@ def child(seed: int, max_steps: int, spawned: float, out: str, extra: list[str])
     spans["other"] = end - sum(spans.values())
     return {"status": status, "seed": seed, "solved": result.solved, "solved_at": result.solved_at,
             "env_steps": result.env_steps, "wall": end, "phases": spans, "launches": len(runs),
-            "evaluations": result.eval_history, "package": str(Path(mindspore_rl_buffer.__file__).parent)}
+            "evaluations": result.eval_history, "package": str(Path(mindspore_rl_buffer.__file__).parent),
+            "modules": {name: module.__file__ for name, module in sys.modules.items()
+                        if name.partition(".")[0] == "mindspore_rl_buffer" and module.__file__}}
 
 
 # -- the parent -----------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ are taken round by round.
 """
 import json
 import math
+import re
 
 import mindspore as ms
 import numpy as np
@@ -177,6 +178,34 @@ def test_a_baseline_checkout_is_laid_out_as_installed_and_removed_afterwards():
     with checkout(None) as current:
         assert current == ROOT
 
+
+
+CHILD = """import json, sys
+import mindspore_rl_buffer.configs, mindspore_rl_buffer.ops
+modules = {name: module.__file__ for name, module in sys.modules.items()
+           if name.partition(".")[0] == "mindspore_rl_buffer" and module.__file__}
+print("FIGURES " + json.dumps({"package": mindspore_rl_buffer.__file__, "modules": modules}))
+"""
+
+
+def test_a_benchmark_process_refuses_a_tree_whose_ops_would_come_from_the_installed_project(tmp_path):
+    import shutil
+
+    from benchmarks.common import ROOT, run_in_tree
+
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    tree = tmp_path / "tree"  # a plain checkout: the package, and ops/ and configs/ beside it, not inside
+    for name in ("mindspore_rl_buffer", "ops", "configs"):
+        shutil.copytree(ROOT / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
+    installed = re.escape(str(ROOT / "configs" / "__init__.py"))
+    with pytest.raises(RuntimeError, match=rf"imported \d+ modules of the package from outside it, such as "
+                                           rf"mindspore_rl_buffer\.configs from {installed}: .*common\.checkout"):
+        run_in_tree(script, tree, [], "FIGURES ", 120)
+    for name in ("ops", "configs"):  # laid out as checkout() lays out a baseline
+        (tree / "mindspore_rl_buffer" / name).symlink_to(f"../{name}")
+    figures = run_in_tree(script, tree, [], "FIGURES ", 120)
+    assert figures == {"package": str(tree / "mindspore_rl_buffer" / "__init__.py")}  # the check's list is dropped
 
 def test_the_solve_time_benchmark_sums_its_phases_and_states_the_targets_as_ratios(tmp_path):
     import json
