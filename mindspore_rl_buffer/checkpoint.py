@@ -28,6 +28,7 @@ lack (an add counter, a random state) in :meth:`Checkpointable.checkpoint_defaul
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import os
@@ -198,10 +199,12 @@ def save_checkpoint(net: Any, path: str | os.PathLike) -> Path:
         state = _state(op, net)
         checksums = {name: checksum(value) for name, value in state.items()}
         record = json.dumps({"format": FORMAT, "buffers": records, "checksums": checksums}).encode()
-        # Parameters go to the writer as they are: no copy of the data is made here.
-        params = [{"name": name, "data": value if isinstance(value, ms.Tensor) else ms.Tensor(value)}
-                  for name, value in state.items()]
-        params.append({"name": RECORD, "data": ms.Tensor(np.frombuffer(record, np.uint8).copy())})
+        # The record first: a .ckpt is a sequence of tensors, and one cut short at a tensor's end still
+        # parses. Its record then lists what is missing (load_checkpoint). Parameters go to the writer
+        # as they are: no copy of the data is made here.
+        params = [{"name": RECORD, "data": ms.Tensor(np.frombuffer(record, np.uint8).copy())}]
+        params += [{"name": name, "data": value if isinstance(value, ms.Tensor) else ms.Tensor(value)}
+                   for name, value in state.items()]
         return write_atomically(params, path, file_format)
 
 
@@ -227,9 +230,15 @@ def write_atomically(params: list[dict[str, Any]], path: Path, file_format: str 
             os.fsync(written.fileno())
         os.replace(temporary, path)
         fsync_folder(path.parent)
-    except BaseException:  # also MindSpore's own temporary of a .ckpt (its suffix .tmp), left by a full disk
+    except BaseException as error:  # also MindSpore's own temporary of a .ckpt (its suffix .tmp), left by a full disk
         for leftover in (temporary, temporary.with_suffix(".tmp")):
             leftover.unlink(missing_ok=True)
+        if isinstance(error, (OSError, RuntimeError)) or type(error).__name__ == "SafetensorError":
+            # They name the temporary file, or (safetensors' writer) are no OSError at all: name the target.
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            raise OSError(getattr(error, "errno", None) or errno.EIO,
+                          f"the checkpoint could not be written ({type(error).__name__}: {reason})",
+                          str(path)) from error
         raise
     return path
 
@@ -312,9 +321,21 @@ def load_checkpoint(path: str | os.PathLike, net: Any, *, restore: bool = True) 
     state = _state(op, net)
     buffers = _buffers(net)
     # Only the tensors of net (and of a sharded buffer's first format) are read: any others cost nothing.
-    loaded, records, checksums = read_checkpoint(op, path, lambda name: name in state or name in SHARDED_1
-                                                 or name.startswith("column/")
-                                                 or any(name.endswith(f".{own}") for own in state))
+    def wanted(name: str) -> bool:
+        return (name in state or name in SHARDED_1 or name.startswith("column/")
+                or any(name.endswith(f".{own}") for own in state))
+
+    loaded, records, checksums = read_checkpoint(op, path, wanted)
+    # A tensor the record kept a checksum of is in the file, unless the file was cut short.
+    absent = [name for name in checksums if wanted(name) and name not in loaded]
+    if absent:
+        raise ValueError(f"For '{op}', the checkpoint '{path}' is truncated or corrupt: its record lists "
+                         f"{len(absent)} tensors it does not hold, such as '{absent[0]}'.")
+    other = {name: value for name, value in loaded.items() if not isinstance(value, ms.Tensor)}
+    if other:  # MindSpore's writer also takes strings and numbers (its append_dict)
+        name, value = next(iter(other.items()))
+        raise ValueError(f"For '{op}', the checkpoint '{path}' must hold a tensor under every name the buffer reads, "
+                         f"but it holds a {type(value).__name__} under '{name}'.")
     loaded = unprefixed(loaded, state)
     path = Path(path)
     names = {id(tensor): name for name, tensor in state.items()}

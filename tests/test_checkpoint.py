@@ -194,6 +194,49 @@ def test_a_ckpt_whose_dims_or_names_disagree_with_its_bytes_is_refused_before_a_
     assert_same_state(state_of(target), state_of(rb))
 
 
+
+def test_a_ckpt_cut_short_at_any_tensor_s_end_is_refused_as_truncated(tmp_path):
+    # A .ckpt is a sequence of tensors: cut at a tensor's end it still parses. The record goes first and
+    # lists every tensor, so a cut file cannot pass for one without a record (whose random state a load
+    # would take from the buffer instead of the file).
+    from mindspore.train.checkpoint_pb2 import Checkpoint
+
+    rb = make()
+    rb.insert(encoded_batch(0, 10))
+    good = rb.save(tmp_path / "rb.ckpt")
+    whole = Checkpoint()
+    whole.ParseFromString(good.read_bytes())
+    assert whole.value[0].tag == RECORD
+    target = make()
+    target.insert(encoded_batch(50, 2))
+    before = state_of(target)
+    for kept in range(1, len(whole.value)):
+        def cut(message, kept=kept):
+            del message.value[kept:]
+        path = _edited_ckpt(good, tmp_path, cut)
+        assert good.read_bytes().startswith(path.read_bytes())
+        with pytest.raises(ValueError, match=rf"the checkpoint '.*' is truncated or corrupt: its record lists "
+                                             rf"{len(whole.value) - kept} tensors it does not hold"):
+            target.load(path)
+        assert_same_state(state_of(target), before)
+
+
+def test_a_ckpt_holding_text_under_a_tensor_s_name_is_refused_naming_it(tmp_path):
+    source = make()
+    source.insert(encoded_batch(0, 3))
+    tensors = {name: value for name, value in ms.load_checkpoint(str(source.save(tmp_path / "rb.ckpt"))).items()
+               if name not in ("count", RECORD)}
+    path = tmp_path / "text.ckpt"  # MindSpore's writer takes text beside tensors (append_dict)
+    ms.save_checkpoint([{"name": name, "data": value} for name, value in tensors.items()], str(path),
+                       append_dict={"count": "three"})
+    target = make()
+    before = state_of(target)
+    with pytest.raises(ValueError, match=r"must hold a tensor under every name the buffer reads, but it holds a str "
+                                         r"under 'count'"):
+        target.load(path)
+    assert_same_state(state_of(target), before)
+
+
 def test_a_network_of_every_dtype_saved_by_mindspore_loads_as_mindspore_reads_it(tmp_path):
     # The .ckpt reader builds tensors itself: a 0-d bfloat16 failed in it, and a file holding none
     # of the network's tensors read as corrupt in the safetensors reader.
@@ -522,6 +565,9 @@ def test_a_file_of_an_earlier_format_with_a_corrupt_cursor_is_refused_naming_it(
         file = source.save(tmp_path / "source.safetensors")
         tensors = ms.load_checkpoint(str(file), format="safetensors")
         tensors.pop("start_table")
+        record = json.loads(tensors[RECORD].asnumpy().tobytes())
+        del record["checksums"]["start_table"]  # as that file's record: no checksum of a tensor it lacks
+        tensors[RECORD] = Tensor(np.frombuffer(json.dumps(record).encode(), np.uint8).copy())
     else:
         tensors = ms.load_checkpoint(str(DATA / file), format="safetensors")
     tensors[head] = Tensor(np.zeros(2, np.int32))
@@ -897,3 +943,26 @@ def test_a_save_that_fails_leaves_no_temporary_file_behind(tmp_path, monkeypatch
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rb.ckpt"]
     monkeypatch.undo()
     make().load(previous)
+
+
+class SafetensorError(Exception):
+    """Stands in for the safetensors writer's own error, which is no OSError."""
+
+
+@pytest.mark.parametrize("failure, kind, reason", [
+    (lambda name: PermissionError(13, "Permission denied", name), PermissionError,
+     r"PermissionError: Permission denied"),
+    (lambda name: SafetensorError(f"Error while serializing: I/O error: Permission denied at path {name!r}"), OSError,
+     r"SafetensorError: Error while serializing"),
+])
+def test_a_save_that_fails_names_the_checkpoint_not_its_temporary_file(tmp_path, monkeypatch, failure, kind, reason):
+    # A read-only folder: the writers' errors named the temporary file beside the checkpoint.
+    rb = make()
+
+    def refused(params, name, **kwargs):
+        raise failure(name)
+
+    monkeypatch.setattr(ms, "save_checkpoint", refused)
+    with pytest.raises(kind, match=rf"the checkpoint could not be written \({reason}.*\): '{tmp_path / 'rb.ckpt'}'$"):
+        rb.save(tmp_path / "rb.ckpt")
+    assert list(tmp_path.iterdir()) == []
