@@ -152,7 +152,8 @@ def load_q_network(path: str | Path) -> QNetwork:
             ``.bias``; the message names what it holds), or holds a network that does not map
             CartPole's 4 observations to its 2 actions through layers whose sizes chain (each
             weight ``(out, in)`` with its bias ``(out,)``), holds several networks' weights (a
-            training Cell's file), or holds a NaN or an infinity.
+            training Cell's file), holds weights that are not floating-point, or holds a NaN or an
+            infinity.
     """
     parameters = _read(path)
     weights, sources = {}, {}
@@ -170,6 +171,9 @@ def load_q_network(path: str | Path) -> QNetwork:
                          f"('layers.<i>.weight' and '.bias'), but it holds {_holdings(parameters)}.")
     shapes = [weights[f"layers.{i}.weight"].shape for i in layers]  # (out, in) per Dense layer
     for name, value in weights.items():
+        if value.dtype.kind != "f":  # an integer or bool file is no trained network, whatever it would play
+            raise ValueError(f"For 'evaluate', the checkpoint '{path}' must hold floating-point weights, but its "
+                             f"'{sources[name]}' is {value.dtype}.")
         if not np.isfinite(value).all():  # a corrupt or diverged file would play arbitrary actions
             raise ValueError(f"For 'evaluate', the checkpoint '{path}' must hold finite weights, but its "
                              f"'{sources[name]}' holds {int(np.isnan(value).sum())} NaN and "

@@ -677,6 +677,16 @@ def test_a_checkpoint_with_a_nan_weight_is_refused_naming_it(tmp_path, capsys):
             f"and 1 infinite values") in capsys.readouterr().err
 
 
+
+def test_a_checkpoint_of_integer_weights_is_refused_naming_one(tmp_path, capsys):
+    q_net = QNetwork(4, 2, (8,))
+    entries = [{"name": p.name, "data": ms.Tensor(np.ones(p.shape, np.uint8))} for p in q_net.get_parameters()]
+    ms.save_checkpoint(entries, str(tmp_path / "q.ckpt"))
+    assert cli.main(["evaluate", "--checkpoint", str(tmp_path / "q.ckpt")]) == 2
+    assert (f"the checkpoint '{tmp_path / 'q.ckpt'}' must hold floating-point weights, but its 'layers.0.weight' is "
+            f"uint8") in capsys.readouterr().err
+
+
 def _nstep_json() -> dict:
     from mindspore_rl_buffer.configs.dqn_nstep import algorithm_config
 
