@@ -14,7 +14,7 @@ from typing import Any
 
 import mindspore as ms
 import numpy as np
-from mindspore import Tensor, ops
+from mindspore import Parameter, Tensor, ops
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer.ops import LEAF_CEILING, MAX_CAPACITY, PRIORITY_CEILING
@@ -176,6 +176,9 @@ def check_batch(op, names, shapes, dtypes, got_count, got_shapes, got_dtypes):
             raise ValueError(f"For '{op}', every column must hold the same number of items, but column "
                              f"'{names[0]}' has shape {tuple(got_shapes[0])} and column '{name}' "
                              f"has shape {got_shape}.")
+    if batch_size > MAX_CAPACITY:  # past it the rows' int32 arithmetic would wrap
+        raise ValueError(f"For '{op}', a batch must hold at most {MAX_CAPACITY} items (2**30), but column "
+                         f"'{names[0]}' has shape {tuple(got_shapes[0])}.")
     return batch_size, single
 
 
@@ -183,27 +186,49 @@ check_batch_graph = ops.constexpr(check_batch)
 
 
 def host_tensor(op: str, names: Sequence[str], i: int, value: Any) -> Tensor:
-    """Column ``i`` of a direct call's transition as a tensor (a numpy array is converted)."""
+    """Column ``i`` of a direct call's transition as a tensor (a numpy array is converted).
+
+    A ``Parameter`` (a buffer's own column, say) is copied first: the insert writes into the
+    columns while it reads its input, and a graph takes no two Parameters of one name.
+    """
+    if isinstance(value, Parameter):
+        return ops.deepcopy(value)
     if isinstance(value, Tensor):
         return value
     if isinstance(value, (np.ndarray, np.generic)):
+        column = names[i] if i < len(names) else f"#{i}"
+        if isinstance(value, np.ma.MaskedArray):  # its mask would be dropped without a word
+            raise _errors.column_error(op, column, "type", "an array without a mask", "a numpy masked array")
         array = np.asarray(value)
-        if array.dtype.kind not in "biuf":  # object, str, datetime...: no tensor of them
-            column = names[i] if i < len(names) else f"#{i}"
-            raise _errors.column_error(op, column, "dtype", "a bool, int or float array", f"numpy {array.dtype}")
+        # object, str, datetime...: no tensor of them; nor of numpy's longdouble (float128 here)
+        if array.dtype.kind not in "biuf" or array.dtype.itemsize > 8:
+            raise _errors.column_error(op, column, "dtype", "a bool, int or float array of at most 64 bits",
+                                       f"numpy {array.dtype}")
         return Tensor(native(array))
     raise _errors.not_an_array_error(op, tuple(names), i, value)
 
 
 def check_transition(op: str, names: Sequence[str], shapes: Sequence[tuple[int, ...]], dtypes: Sequence[Any],
-                     transition: Any) -> tuple[list[Tensor], int]:
-    """A direct call's transition as tensors, with its batch size; raises on any mismatch."""
+                     transition: Any, state: Sequence[Parameter] = ()) -> tuple[list[Tensor], int]:
+    """A direct call's transition as tensors, with its batch size; raises on any mismatch.
+
+    A tensor whose memory lies in one of ``state`` (the buffer's Parameters: a column, or a view
+    of one) is copied, as a ``Parameter`` is (:func:`host_tensor`).
+    """
     if not isinstance(transition, (list, tuple)):
         raise _errors.type_error(op, "transition", "a list or tuple of tensors, one per column", transition)
     tensors = [host_tensor(op, names, i, value) for i, value in enumerate(transition)]
+    if state and any(type(value) is Tensor for value in transition):
+        spans = [(parameter.data_ptr(), parameter.data_ptr() + parameter.nbytes) for parameter in state]
+        tensors = [ops.deepcopy(tensor) if type(value) is Tensor and _inside(tensor.data_ptr(), spans) else tensor
+                   for value, tensor in zip(transition, tensors)]
     batch_size, _ = check_batch(op, names, shapes, dtypes, len(tensors), [t.shape for t in tensors],
                                 [t.dtype for t in tensors])
     return tensors, batch_size
+
+
+def _inside(address: int, spans: Sequence[tuple[int, int]]) -> bool:
+    return any(start <= address < stop for start, stop in spans)
 
 
 # ---------------------------------------------------------------------------- indexes

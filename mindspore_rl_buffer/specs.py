@@ -241,6 +241,25 @@ def check_batch_bytes(op: str, arg: str, n: int, specs: Sequence[Any], copies: i
             raise ValueError(f"For '{op}', '{arg}' must be small enough that its items of column '{spec.name}' take at "
                              f"most {bound} bytes ({what}), but got {n}: {size} bytes.")
 
+#: Bytes per row of the capacity that a sample without replacement works in: a random key for every
+#: row, hashed in int64 (``ops.rng``), about 27 int64 intermediates, then float32 keys and ``topk``. Counted
+#: as if none were freed early; a process measured here peaked at 150-170 bytes per row.
+DRAW_BYTES_PER_ROW = 232
+
+
+def check_draw_bytes(op: str, capacity: int) -> None:
+    """The working memory of a sample without replacement from ``capacity`` rows (a key per row,
+    :data:`DRAW_BYTES_PER_ROW`) at most :func:`output_bound`: refused when the buffer is built, since
+    the first sample would otherwise end the process on a CPU."""
+    bound, what = output_bound()
+    size = capacity * DRAW_BYTES_PER_ROW
+    if size > bound:
+        raise ValueError(f"For '{op}' without replacement, 'capacity' must be small enough that a sample's random key "
+                         f"for every row ({DRAW_BYTES_PER_ROW} bytes a row as it is computed) takes at most {bound} "
+                         f"bytes ({what}), but got {capacity}: {size} bytes. Sample with replacement, or use a "
+                         f"smaller capacity.")
+
+
 MAX_NAME_LENGTH = 1024  # the longest Parameter name MindSpore takes
 
 

@@ -8,7 +8,7 @@ import textwrap
 import mindspore as ms
 import numpy as np
 import pytest
-from mindspore import Tensor, nn
+from mindspore import Tensor, nn, ops
 from mindspore.graph import api as ms_api
 from scipy.stats import chisquare
 
@@ -41,6 +41,53 @@ def test_insert_from_empty_wraps_and_overflows_like_the_model():
             got = [x.asnumpy() for x in rb.get_item(logical)]
             for g, w in zip(got, model.item(logical)):
                 np.testing.assert_array_equal(g, w)
+
+
+
+ALIASES = {
+    "its own column": lambda rb, other: rb.columns[0],
+    "a tensor sharing its column's memory": lambda rb, other: Tensor(rb.columns[0]),
+    "a view of its column": lambda rb, other: rb.columns[0][1:4],
+    "another buffer's column of the same name": lambda rb, other: other.columns[0],
+}
+
+
+@pytest.mark.parametrize("stored", [3, 7])  # before full; full with the head moved
+@pytest.mark.parametrize("alias", list(ALIASES))
+def test_a_direct_insert_of_a_buffer_s_own_memory_stores_the_values_it_had(alias, stored):
+    def filled():
+        rb = ReplayBuffer(2, 5, [()], [ms.int32], seed=0)
+        rb.insert([np.arange(stored, dtype=np.int32)])
+        return rb
+
+    rb, other = filled(), filled()
+    model = RingModel(5, [()], [np.int32])
+    model.insert([np.arange(stored, dtype=np.int32)])
+    given = ALIASES[alias](rb, other)
+    values = given.asnumpy().copy()  # what the transition holds when the call is made
+    rb.insert([given])
+    model.insert([values])
+    assert_matches(rb, model)
+
+
+
+def test_inside_a_cell_a_copy_of_the_buffer_s_own_column_goes_in_as_the_guide_says():
+    class ReinsertOwnColumn(nn.Cell):
+        def __init__(self, buffer):
+            super().__init__()
+            self.buffer = buffer
+
+        def construct(self):
+            _ = self.buffer.insert([ops.deepcopy(self.buffer.columns[0])])
+            return self.buffer.count
+
+    rb, model = ReplayBuffer(2, 5, [()], [ms.int32], seed=0), RingModel(5, [()], [np.int32])
+    rb.insert([np.arange(7, dtype=np.int32)])
+    model.insert([np.arange(7, dtype=np.int32)])
+    values = rb.columns[0].asnumpy().copy()
+    ReinsertOwnColumn(rb)()
+    model.insert([values])
+    assert_matches(rb, model)
 
 
 @pytest.mark.parametrize("kind", ["ReplayBuffer", "PriorityReplayBuffer", "ShardedReplayBuffer"])

@@ -189,7 +189,12 @@ CATALOGUE = [
      r"the dtype of items\['value'\] 'value' must be Float32, but got Int32"),
     ("numpy", lambda b: b.get_next(sample_batch_size=0), ValueError, "'sample_batch_size' must be an int >= 1"),
     ("replay", lambda b: b.insert([np.array([[1.0, None]], object), GOOD[1][:1], GOOD[2][:1]]), ValueError,
-     "the dtype of column 'state' must be a bool, int or float array, but got numpy object"),
+     "the dtype of column 'state' must be a bool, int or float array of at most 64 bits, but got numpy object"),
+    ("replay", lambda b: b.insert([GOOD[0].astype(np.longdouble), GOOD[1], GOOD[2]]), ValueError,
+     f"the dtype of column 'state' must be a bool, int or float array of at most 64 bits, but got numpy "
+     f"{np.dtype(np.longdouble)}"),
+    ("replay", lambda b: b.insert([GOOD[0], GOOD[1], np.ma.masked_array(GOOD[2], mask=GOOD[2] > 0)]), ValueError,
+     "the type of column 'reward' must be an array without a mask, but got a numpy masked array"),
     ("trajectory", lambda b: b.get_next(sample_batch_size=2**32 + 2), ValueError,
      "'sample_batch_size' must be an int <= 1073741824, but got 4294967298"),
     ("numpy", lambda b: b.get_next(sample_batch_size=2**40), ValueError,
@@ -480,3 +485,30 @@ def test_on_a_cpu_a_sample_larger_than_the_machines_memory_is_refused_before_it_
     with pytest.raises(ValueError, match=rf"For 'sample', 'batch_size' must be small enough that its items of column "
                                          rf"'observation' take at most {bound} bytes \({what}\), but got {too_many}"):
         rb.sample(too_many)
+
+
+
+def test_a_batch_past_two_to_the_30_items_is_refused_by_the_check_direct_calls_and_graphs_share():
+    from mindspore_rl_buffer._validation import check_batch, check_batch_graph
+
+    assert check_batch_graph.fn is check_batch  # what a graph runs when it compiles
+    assert check_batch("insert", ["x"], [(2,)], [ms.uint8], 1, [(2**30, 2)], [ms.uint8]) == (2**30, False)
+    with pytest.raises(ValueError, match=r"For 'insert', a batch must hold at most 1073741824 items \(2\*\*30\), "
+                                         r"but column 'x' has shape \(1073741825, 2\)"):
+        check_batch("insert", ["x"], [(2,)], [ms.uint8], 1, [(2**30 + 1, 2)], [ms.uint8])
+
+
+def test_a_buffer_whose_sample_without_replacement_would_outgrow_the_memory_is_refused_when_built(monkeypatch):
+    from mindspore_rl_buffer import ReplayBuffer, create_buffer, specs
+
+    # A device of room for 1,000 rows' random keys: the sample's working memory, not its outputs, is the bound.
+    monkeypatch.setattr(specs, "output_bound", lambda: (1000 * specs.DRAW_BYTES_PER_ROW, "a small device"))
+    ReplayBuffer(1, 1000, [()], ["uint8"], replace=False)
+    ReplayBuffer(1, 1001, [()], ["uint8"])  # with replacement: a key per drawn item only
+    message = (r"without replacement, 'capacity' must be small enough that a sample's random key for every row "
+               r"\(232 bytes a row as it is computed\) takes at most 232000 bytes \(a small device\), but got 1001")
+    with pytest.raises(ValueError, match="For 'ReplayBuffer' " + message):
+        ReplayBuffer(1, 1001, [()], ["uint8"], replace=False)
+    with pytest.raises(ValueError, match="For 'create_buffer' " + message):
+        create_buffer({"type": "ReplayBuffer", "capacity": 1001, "sample_size": 1, "data_shape": [()],
+                       "data_type": ["uint8"], "replace": False})
