@@ -144,36 +144,43 @@ def _edited_ckpt(path, tmp_path, edit):
     return edited
 
 
-def _set_dims(index, dims):
+def _index(message, tag, after=0):
+    """The position of the tensor ``after`` places past the one named ``tag`` (the record comes first)."""
+    return [value.tag for value in message.value].index(tag) + after
+
+
+def _set_dims(tag, dims):
     def edit(message):
+        index = _index(message, tag)
         del message.value[index].tensor.dims[:]
         message.value[index].tensor.dims.extend(dims)
     return edit
 
 
-def _rename(index, name):
+def _rename(tag, after, name):
     def edit(message):
-        message.value[index].tag = name
+        message.value[_index(message, tag, after)].tag = name
     return edit
 
 
 def _split_first(message):
-    """The first tensor written as two slices of one name, as MindSpore writes tensors past 512 MiB."""
-    first = message.value[0]
+    """The first column's tensor written as two slices of one name, as MindSpore writes tensors past 512 MiB."""
+    index = _index(message, "state")
+    first = message.value[index]
     content = first.tensor.tensor_content
     second = type(message)().value.add()
     second.CopyFrom(first)
     first.tensor.tensor_content, second.tensor.tensor_content = content[:40], content[40:]
-    message.value.insert(1, second)
+    message.value.insert(index + 1, second)
 
 
 @pytest.mark.parametrize("edit, message", [
-    (_set_dims(0, [16, 2]), r"the tensor 'state' declares shape \(16, 2\) of Float32 \(128 bytes\), but holds "
-                            r"\d+ bytes"),
-    (_set_dims(0, [-1, 3]), r"the tensor 'state' declares negative dims \[-1, 3\]"),
-    (_set_dims(0, [2**28, 3]), r"declares shape \(268435456, 3\) of Float32 \(3221225472 bytes\)"),
-    (_rename(1, "state"), r"the slices of the tensor 'state' disagree on its dims or type"),
-    (_rename(2, "state"), r"the tensor 'state' is stored in two places"),
+    (_set_dims("state", [16, 2]), r"the tensor 'state' declares shape \(16, 2\) of Float32 \(128 bytes\), but "
+                                  r"holds \d+ bytes"),
+    (_set_dims("state", [-1, 3]), r"the tensor 'state' declares negative dims \[-1, 3\]"),
+    (_set_dims("state", [2**28, 3]), r"declares shape \(268435456, 3\) of Float32 \(3221225472 bytes\)"),
+    (_rename("state", 1, "state"), r"the slices of the tensor 'state' disagree on its dims or type"),
+    (_rename("state", 2, "state"), r"the tensor 'state' is stored in two places"),
 ])
 @pytest.mark.slow
 def test_a_ckpt_whose_dims_or_names_disagree_with_its_bytes_is_refused_before_a_tensor_is_built(tmp_path, edit,
