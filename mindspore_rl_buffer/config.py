@@ -275,6 +275,9 @@ def create_buffer(spec: Mapping[str, Any], env: Any = None, *, done: bool = Fals
     if isinstance(spec, Mapping) and _MULTI in spec:
         if spec[_MULTI] is not True:  # "yes" or 1 had been taken as true, False as a key of one entry
             raise _errors.value_error("create_buffer", _MULTI, "True (it marks named entries)", spec[_MULTI])
+        if len(spec) == 1:  # an empty dict back would fail later, far from the config
+            raise ValueError(f"For 'create_buffer', a {_MULTI} config must hold at least one named buffer entry "
+                             f"beside '{_MULTI}', but got none.")
         # Every entry is validated before any buffer is built, its columns as its constructor checks them.
         arguments = {name: _entry_arguments(name, entry, env, done) for name, entry in spec.items() if name != _MULTI}
         return {name: _named(name, _build, *entry) for name, entry in arguments.items()}

@@ -114,6 +114,13 @@ def test_multi_type_entries_are_all_validated_before_any_is_built(monkeypatch):
         create_buffer({"multi_type_replaybuffer": True, "local": DQN_ENTRY, "global": {**DQN_ENTRY, "capacity": 0}})
 
 
+
+def test_a_multi_type_config_without_entries_is_refused():
+    with pytest.raises(ValueError, match=r"For 'create_buffer', a multi_type_replaybuffer config must hold at least "
+                                         r"one named buffer entry beside 'multi_type_replaybuffer', but got none\."):
+        create_buffer({"multi_type_replaybuffer": True})
+
+
 TRANSITION_ENTRY = {"type": "TransitionReplayBuffer", "capacity": 64, "sample_size": 4, "num_envs": 2,
                     "data_shape": [(4,), (), (), (), ()],
                     "data_type": ["float32", "int32", "float32", "bool", "bool"]}
