@@ -74,8 +74,7 @@ def host_insert(self: RingBuffer, *columns: Any, exp: Any = None) -> Launch | No
         raise TypeError(f"For 'insert', 'transition' must be a list or tuple of tensors, one per column, or one "
                         f"tensor per column as separate arguments ({len(self.names)}: {self.names}), but got "
                         f"one {type(transition).__name__}.")
-    tensors, batch_size = check_transition("insert", self.names, self.shapes, self.dtypes, transition,
-                                           tuple(self.get_parameters()))
+    tensors, batch_size = check_transition("insert", self.names, self.shapes, self.dtypes, transition)
     if batch_size:
         self.check_rows("insert", tensors)
     return insert_plan(self, tensors, batch_size)

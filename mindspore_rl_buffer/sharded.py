@@ -72,8 +72,7 @@ def shard_capacities(capacity: int, world_size: int) -> list[int]:
 def _host_insert(self: ShardedReplayBuffer, *columns: Any, exp: Any = None) -> Launch | None:
     storage = self.storage
     transition = transition_of("insert", storage.names, given_columns(columns, exp))
-    tensors, batch_size = check_transition("insert", storage.names, storage.shapes, storage.dtypes, transition,
-                                           tuple(self.get_parameters()))
+    tensors, batch_size = check_transition("insert", storage.names, storage.shapes, storage.dtypes, transition)
     return insert_plan(self, tensors, batch_size)
 
 
