@@ -44,6 +44,8 @@ def _host_update(self: PrioritizedTransitionReplayBuffer, ids: Any, priorities: 
     op = "update_priorities"
     priorities = _one_column(priorities)
     given = host_array(op, "ids", ids, "int")
+    if not isinstance(priorities, (Tensor, np.ndarray)):  # its type before its shape, as PriorityReplayBuffer
+        raise _errors.type_error(op, "priorities", "a 1-D float tensor", priorities)
     check_same_shape(op, given.shape, np.shape(priorities), "ids")
     out = given >= self.id_bound if given.dtype.kind == "u" else (given < 0) | (given >= self.id_bound)
     if out.any():

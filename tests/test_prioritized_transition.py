@@ -323,6 +323,8 @@ BAD_CALLS = [
      "priorities' must have the shape of 'ids"),
     ("ids of shape (n, 1)", update(ids=IDS.reshape(4, 1)), ValueError, "ids"),
     ("float ids", update(ids=IDS.astype(F32)), (TypeError, ValueError), "ids"),
+    ("a Python float as the priorities", lambda rb: rb.update_priorities(IDS, 1.0), TypeError, "priorities"),
+    ("a list of priorities", lambda rb: rb.update_priorities(IDS, [1.0, 1.0, 1.0, 1.0]), TypeError, "priorities"),
 ]
 
 
