@@ -331,9 +331,9 @@ def load_checkpoint(path: str | os.PathLike, net: Any, *, restore: bool = True) 
     if absent:
         raise ValueError(f"For '{op}', the checkpoint '{path}' is truncated or corrupt: its record lists "
                          f"{len(absent)} tensors it does not hold, such as '{absent[0]}'.")
-    other = {name: value for name, value in loaded.items() if not isinstance(value, ms.Tensor)}
-    if other:  # MindSpore's writer also takes strings and numbers (its append_dict)
-        name, value = next(iter(other.items()))
+    other = next(((name, value) for name, value in loaded.items() if not isinstance(value, ms.Tensor)), None)
+    if other is not None:  # MindSpore's writer also takes strings and numbers (its append_dict)
+        name, value = other
         raise ValueError(f"For '{op}', the checkpoint '{path}' must hold a tensor under every name the buffer reads, "
                          f"but it holds a {type(value).__name__} under '{name}'.")
     loaded = unprefixed(loaded, state)

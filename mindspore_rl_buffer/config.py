@@ -50,8 +50,8 @@ from mindspore_rl_buffer.specs import (
     check_batch_bytes,
     check_column_bytes,
     check_column_names,
-    check_draw_bytes,
     check_transition_layout,
+    check_without_replacement,
     column_specs,
     transition_names,
 )
@@ -201,11 +201,8 @@ def buffer_arguments(spec: Mapping[str, Any], env: Any = None,
         kwargs["alpha"] = check_exponent(op, "alpha", params["alpha"])
     if _ours(cls):  # a user's class may give these names other meanings
         _check_options(op, kwargs)
-    if not kwargs.get("replace", True) and kwargs["sample_size"] > kwargs["capacity"]:
-        raise ValueError(f"For '{op}' without replacement, 'sample_size' ({kwargs['sample_size']}) "
-                         f"must not exceed 'capacity' ({kwargs['capacity']}).")
     if not kwargs.get("replace", True):
-        check_draw_bytes(op, kwargs["capacity"])
+        check_without_replacement(op, kwargs["sample_size"], kwargs["capacity"])
     for key in ("data_shape", "data_type", "names"):
         if params.get(key) is not None and not isinstance(params[key], (list, tuple)):
             raise _errors.type_error(op, key, "a list or tuple with one entry per column", params[key])

@@ -20,7 +20,7 @@ from mindspore_rl_buffer._validation import (
 )
 from mindspore_rl_buffer.core import RingBuffer, reserved_names, taken_names
 from mindspore_rl_buffer.ops import ring
-from mindspore_rl_buffer.specs import check_batch_bytes, check_draw_bytes
+from mindspore_rl_buffer.specs import check_batch_bytes, check_without_replacement
 
 
 def _host_sample(self: ReplayBuffer, ordered: Any = None, with_indices: bool = False) -> Launch:
@@ -97,11 +97,8 @@ class ReplayBuffer(RingBuffer):
         capacity = check_capacity(op, "capacity", capacity)
         check_bool(op, "ordered", ordered)
         check_bool(op, "replace", replace)
-        if not replace and sample_size > capacity:
-            raise ValueError(f"For '{op}' without replacement, 'sample_size' ({sample_size}) must not "
-                             f"exceed 'capacity' ({capacity}).")
         if not replace:
-            check_draw_bytes(op, capacity)
+            check_without_replacement(op, sample_size, capacity)
         seed = check_seed(op, seed)  # an int: a numpy integer would not go into the checkpoint's JSON
         super().__init__(capacity, shapes, types, names=names, seed=seed)
         check_batch_bytes(op, "sample_size", sample_size, self.specs)

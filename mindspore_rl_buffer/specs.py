@@ -247,10 +247,13 @@ def check_batch_bytes(op: str, arg: str, n: int, specs: Sequence[Any], copies: i
 DRAW_BYTES_PER_ROW = 232
 
 
-def check_draw_bytes(op: str, capacity: int) -> None:
-    """The working memory of a sample without replacement from ``capacity`` rows (a key per row,
-    :data:`DRAW_BYTES_PER_ROW`) at most :func:`output_bound`: refused when the buffer is built, since
-    the first sample would otherwise end the process on a CPU."""
+def check_without_replacement(op: str, sample_size: int, capacity: int) -> None:
+    """A buffer that samples without replacement: ``sample_size`` at most ``capacity``, and the sample's
+    working memory (a random key per row, :data:`DRAW_BYTES_PER_ROW`) at most :func:`output_bound`,
+    refused when the buffer is built, since the first sample would otherwise end the process on a CPU."""
+    if sample_size > capacity:
+        raise ValueError(f"For '{op}' without replacement, 'sample_size' ({sample_size}) must not exceed 'capacity' "
+                         f"({capacity}).")
     bound, what = output_bound()
     size = capacity * DRAW_BYTES_PER_ROW
     if size > bound:
