@@ -65,7 +65,10 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 
 def _written(value: object, write: Callable[[object], str]) -> str:
-    """``write(value)``, or :func:`shown` for a value holding an int Python refuses to write (past 4,300 digits)."""
+    """``write(value)``; :func:`shown` for an int (its first and last digits past 40) or for a value holding
+    an int Python refuses to write (past 4,300 digits)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return shown(value)
     try:
         return write(value)
     except ValueError:
@@ -114,10 +117,11 @@ def leaf_not_an_array_error(op: str, leaf: str, got: object) -> TypeError:
 def index_error(op: str, index: object, size: int) -> IndexError:
     """An index outside ``[-size, size)`` (none fits an empty buffer)."""
     if size == 0:
-        return IndexError(f"For '{op}', the buffer is empty (holding 0 items): no 'index' fits, but got {index}.")
+        return IndexError(f"For '{op}', the buffer is empty (holding 0 items): no 'index' fits, "
+                          f"but got {_written(index, str)}.")
     return IndexError(
         f"For '{op}', 'index' must be in [-{size}, {size}) for a buffer holding {size} items, "
-        f"but got {index}."
+        f"but got {_written(index, str)}."
     )
 
 

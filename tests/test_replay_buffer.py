@@ -237,6 +237,20 @@ def test_get_item_takes_an_index_tensor_and_negative_indexes():
     assert decode(*rb.get_item(np.int64(2))) == 5
 
 
+@pytest.mark.parametrize("call, message", [
+    (lambda rb: rb.get_item(10**400), r"'index' must be in \[-3, 3\) .* but got 10{17}\.\.\.0{19}\.$"),
+    (lambda rb: rb.get_item(-(10**400)), r"but got -10{16}\.\.\.0{19}\.$"),
+    (lambda rb: make(capacity=10**400), r"'capacity' must be .* but got 10{17}\.\.\.0{19}\.$"),
+])
+def test_a_huge_int_is_quoted_by_its_first_and_last_digits(call, message):
+    rb = make()
+    rb.insert(encoded_batch(0, 3))
+    with pytest.raises((IndexError, ValueError), match=message) as caught:
+        call(rb)
+    assert len(str(caught.value)) < 200
+    assert (int(rb.head), int(rb.count)) == (0, 3)
+
+
 def test_reset_returns_to_the_constructed_state():
     rb, model = make(), RingModel(7, SHAPES, DTYPES)
     rb.insert(encoded_batch(0, 10))  # wrapped: head != 0
