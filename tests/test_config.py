@@ -404,12 +404,36 @@ def test_create_buffer_on_a_yaml_file_with_a_capacity_of_1e5_gets_the_spelling(t
 def test_text_that_spells_a_number_stays_text_when_quoted_and_list_items_are_checked(tmp_path, monkeypatch):
     refuse_to_build(monkeypatch)
     path = tmp_path / "quoted.yaml"
-    path.write_text("replay_buffer: {names: ['1e5', \"2e3\"], tag: !!str 7}\n")
-    assert load_config(path)["replay_buffer"] == {"names": ["1e5", "2e3"], "tag": "7"}
+    path.write_text("replay_buffer: {names: ['1e5', \"2e3\", !!str 4e2], tag: !!str 7}\n")
+    assert load_config(path)["replay_buffer"] == {"names": ["1e5", "2e3", "4e2"], "tag": "7"}
     path.write_text("policy:\n  hidden_sizes: [64,\n    1e2]\n")
     with pytest.raises(ValueError, match=r"item 1 of a list in .* \(line 3\) must be a number .* but got 1e2, which "
                                          r"it reads as text: write 100 \(or 1\.0e\+2 for a float\)"):
         load_config(path)
+
+
+@pytest.mark.parametrize(("text", "read"), [("010", "the octal number 8"), ("-0_10", "the octal number -8"),
+                                            ("09", "text"), ("1:30", "the base-60 number 90"),
+                                            ("1:30.5", "the base-60 number 90.5"),
+                                            ("12:30:00", "the base-60 number 45000")])
+def test_a_number_yaml_reads_otherwise_than_written_is_refused_naming_key_line_and_reading(tmp_path, monkeypatch,
+                                                                                             text, read):
+    import yaml
+
+    refuse_to_build(monkeypatch)
+    path = tmp_path / "numbers.yaml"
+    path.write_text(f"trainer:\n  seed: 1\n  max_steps: {text}\n")
+    assert yaml.safe_load(path.read_text())["trainer"]["max_steps"] != int(text.replace(":", "").split(".")[0])
+    with pytest.raises(ValueError, match=rf"^For 'load_config', the key 'max_steps' in '{re.escape(str(path))}' "
+                                         rf"\(line 3\) must be a number that YAML 1\.1 reads as written, but got "
+                                         rf"{re.escape(text)}, which it reads as {re.escape(read)}: write the number "
+                                         rf"without a leading zero or colon, or quote it if text is meant\.$"):
+        load_config(path)
+    path.write_text(f"trainer:\n  seeds: [1, {text}]\n")
+    with pytest.raises(ValueError, match=r"item 1 of a list in .* \(line 2\) must be a number that YAML 1\.1 reads"):
+        load_config(path)
+    path.write_text(f"trainer:\n  tag: '{text}'\n  other: !!str {text}\n  zero: 0\n  ten: 10\n  half: 0.5\n")
+    assert load_config(path)["trainer"] == {"tag": text, "other": text, "zero": 0, "ten": 10, "half": 0.5}
 
 
 def test_a_python_config_that_exits_is_refused_and_the_caller_goes_on(tmp_path):
