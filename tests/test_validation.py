@@ -354,6 +354,26 @@ def test_a_name_of_1024_characters_and_inner_spaces_are_column_names():
     assert [p.name for p in rb.columns] == ["state", "a" * 1024, "next state"]
 
 
+def test_names_of_attributes_the_buffer_sets_after_its_columns_are_column_names(tmp_path):
+    # `columns` is set by registering the columns themselves, and `storage` and `frames` are attributes of
+    # other buffer types only: none clashes with a Parameter, so they are not refused (errors.md lists
+    # what is).
+    from mindspore_rl_buffer import load_checkpoint, save_checkpoint
+
+    rb = named(["columns", "storage", "frames"])
+    rb.insert(encoded_batch(0, 9))  # holds 2..8
+    assert [p.name for p in rb.columns] == ["columns", "storage", "frames"]
+    np.testing.assert_array_equal(decode(*rb.get_item(np.arange(7))), np.arange(2, 9))
+    assert set(decode(*rb.sample())) <= set(range(2, 9))
+    save_checkpoint(rb, tmp_path / "named.ckpt")
+    again = named(["columns", "storage", "frames"])
+    load_checkpoint(tmp_path / "named.ckpt", again)
+    (columns, *cursors), (saved, *saved_cursors) = state_of(again), state_of(rb)
+    assert cursors == saved_cursors
+    for column, saved_column in zip(columns, saved, strict=True):
+        np.testing.assert_array_equal(column, saved_column)
+
+
 def test_a_composite_buffer_counts_its_prefix_against_the_name_limit():
     from mindspore_rl_buffer import ShardedReplayBuffer, TransitionReplayBuffer
 
