@@ -207,6 +207,8 @@ def test_a_benchmark_process_refuses_a_tree_whose_ops_would_come_from_the_instal
     figures = run_in_tree(script, tree, [], "FIGURES ", 120)
     assert figures == {"package": str(tree / "mindspore_rl_buffer" / "__init__.py")}  # the check's list is dropped
 
+
+@pytest.mark.slow  # seven training runs: about 40 s
 def test_the_solve_time_benchmark_sums_its_phases_and_states_the_targets_as_ratios(tmp_path):
     import json
 
