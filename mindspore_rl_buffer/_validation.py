@@ -273,10 +273,15 @@ def check_logical_index(op: str, index: Any, size: int) -> np.ndarray:
     return np.where(values < 0, values.astype(np.int64) + size, values).astype(np.int32)
 
 
-def host_array(op: str, arg: str, value: Any, kind: str) -> np.ndarray:
-    """A 1-D numpy view of a tensor or array of a ``kind`` (``'int'``, ``'float'``) dtype."""
+def check_array_type(op: str, arg: str, value: Any, kind: str) -> None:
+    """A TypeError naming ``arg`` unless ``value`` is a tensor or a numpy array (of a ``kind`` dtype, checked later)."""
     if not isinstance(value, (Tensor, np.ndarray)):
         raise _errors.type_error(op, arg, f"a 1-D {kind} tensor", value)
+
+
+def host_array(op: str, arg: str, value: Any, kind: str) -> np.ndarray:
+    """A 1-D numpy view of a tensor or array of a ``kind`` (``'int'``, ``'float'``) dtype."""
+    check_array_type(op, arg, value, kind)
     check_tensor_arg(op, arg, value.dtype, value.shape, kind, f"a 1-D {kind} tensor")
     return native(value.asnumpy() if isinstance(value, Tensor) else value)
 

@@ -104,8 +104,8 @@ def _loader() -> type:
             node = super().compose_node(parent, index)
             if not isinstance(node, yaml.ScalarNode) or node.style is not None or tagged or index is None:
                 return node
-            where = f"the key '{index.value}'" if isinstance(index, yaml.Node) else f"item {index} of a list"
-            where = f"{where} in '{self.path}' (line {node.start_mark.line + 1})"
+            where = (f"the key '{index.value}'" if isinstance(index, yaml.Node) else f"item {index} of a list") + \
+                f" in '{self.path}' (line {node.start_mark.line + 1})"
             if node.tag.endswith(":str") and (spelling := yaml_number_spelling(node.value)) is not None:
                 raise ValueError(f"For 'load_config', {where} must be a number as YAML 1.1 spells one, but got "
                                  f"{node.value}, which it reads as text: write {spelling}, or quote it if text is "

@@ -19,6 +19,7 @@ from mindspore import Parameter, Tensor, ops
 from mindspore_rl_buffer import _errors, contracts
 from mindspore_rl_buffer._graph import DIRECT_CALLS, Launch, buffer_method, discard
 from mindspore_rl_buffer._validation import (
+    check_array_type,
     check_exponent,
     check_optional_size_graph,
     check_priorities,
@@ -44,8 +45,7 @@ def _host_update(self: PrioritizedTransitionReplayBuffer, ids: Any, priorities: 
     op = "update_priorities"
     priorities = _one_column(priorities)
     given = host_array(op, "ids", ids, "int")
-    if not isinstance(priorities, (Tensor, np.ndarray)):  # its type before its shape, as PriorityReplayBuffer
-        raise _errors.type_error(op, "priorities", "a 1-D float tensor", priorities)
+    check_array_type(op, "priorities", priorities, "float")  # its type before its shape, as PriorityReplayBuffer
     check_same_shape(op, given.shape, np.shape(priorities), "ids")
     out = given >= self.id_bound if given.dtype.kind == "u" else (given < 0) | (given >= self.id_bound)
     if out.any():

@@ -114,7 +114,6 @@ def test_multi_type_entries_are_all_validated_before_any_is_built(monkeypatch):
         create_buffer({"multi_type_replaybuffer": True, "local": DQN_ENTRY, "global": {**DQN_ENTRY, "capacity": 0}})
 
 
-
 def test_a_multi_type_config_without_entries_is_refused():
     with pytest.raises(ValueError, match=r"For 'create_buffer', a multi_type_replaybuffer config must hold at least "
                                          r"one named buffer entry beside 'multi_type_replaybuffer', but got none\."):
