@@ -15,9 +15,9 @@ MindSpore options that might shorten a compile (:data:`OPTIONS`). Once per tree 
 training graph's size (:data:`SIZES`) in the IR files MindSpore writes with ``save_graphs``: the
 function graphs and nodes type inference specializes, and what the graph passes leave of them.
 
-``--smoke`` runs one round against this checkout itself (no claims) and records nothing without
-``--out``. The figures, with the run's provenance, go to ``DIR/dqn_compile.json`` (``--out DIR``,
-default ``benchmarks/results``).
+``--smoke`` runs one round against this checkout itself, a tree's parts in one process (no
+claims), and records nothing without ``--out``. The figures, with the run's provenance, go to
+``DIR/dqn_compile.json`` (``--out DIR``, default ``benchmarks/results``).
 """
 from __future__ import annotations
 
@@ -226,11 +226,13 @@ def _stderr_to(file: Any) -> Iterator[None]:
         os.close(saved)
 
 
-def child(part: str, option: str, phases: bool, setup: bool, sizes: bool = False) -> dict[str, Any]:
-    """This process's tree: the compile seconds of ``part`` (under ``option``), and with ``phases`` its actions;
-    with ``setup``, after what this checkout's ``train`` does before its first graph (the runtime threads, the
-    objects of the imports frozen out of the garbage collections MindSpore runs before each compile); with
-    ``sizes``, the graph's size (:func:`graph_sizes`; writing the IR files slows that compile)."""
+def child(parts: list[str], option: str, phases: bool, setup: bool, sizes: bool = False) -> dict[str, Any]:
+    """This process's tree: the compile seconds of each of ``parts`` in turn (under ``option``), and with
+    ``phases`` their actions; with ``setup``, after what this checkout's ``train`` does before its first graph
+    (the runtime threads, the objects of the imports frozen out of the garbage collections MindSpore runs before
+    each compile); with ``sizes``, the graph's size (:func:`graph_sizes`; writing the IR files slows that
+    compile). A part after the first compiles in a process that has parsed the earlier ones' functions: the
+    measured runs give each part a process of its own, and only a smoke run shares one."""
     import gc
 
     import mindspore as ms
@@ -253,46 +255,52 @@ def child(part: str, option: str, phases: bool, setup: bool, sizes: bool = False
     from mindspore_rl_buffer.apps.dqn.agent import build_agent
 
     agent = build_agent(config, "device", "mindspore", 0)
-    if part in ("sample", "update", "learn"):
+    if {"sample", "update", "learn"} & set(parts):
         _fill(agent, config["trainer"]["learning_starts"] // config["environment"]["num_envs"] + 5)
     if option == "jit_level_O1":
         agent.train_loop.set_jit_config(ms.JitConfig(jit_level="O1"))
-    graph = _graphs(agent)[part]()
-    one = Tensor(1, ms.int32)
-    with tempfile.TemporaryFile(mode="w+") as log:
-        with _stderr_to(log if phases else None):
+    graphs, one = _graphs(agent), Tensor(1, ms.int32)
+    figures: dict[str, Any] = {"package": mindspore_rl_buffer.__file__, "parts": {}}
+    for part in parts:
+        graph = graphs[part]()
+        with tempfile.TemporaryFile(mode="w+") as log:
+            with _stderr_to(log if phases else None):
+                start = time.perf_counter()
+                graph(one).asnumpy()
+                first = time.perf_counter() - start
             start = time.perf_counter()
             graph(one).asnumpy()
-            first = time.perf_counter() - start
-        start = time.perf_counter()
-        graph(one).asnumpy()
-        again = time.perf_counter() - start
-        figures: dict[str, Any] = {"package": mindspore_rl_buffer.__file__, "compile_s": first - again,
-                                   "first_s": first, "modules": {
-                                       name: module.__file__ for name, module in sys.modules.items()
-                                       if name.partition(".")[0] == "mindspore_rl_buffer" and module.__file__}}
-        if phases:
-            log.seek(0)
-            figures["actions"] = actions(log.read())
+            again = time.perf_counter() - start
+            measured: dict[str, Any] = {"package": mindspore_rl_buffer.__file__, "compile_s": first - again,
+                                        "first_s": first}
+            if phases:
+                log.seek(0)
+                measured["actions"] = actions(log.read())
+        figures["parts"][part] = measured
+    figures["modules"] = {name: module.__file__ for name, module in sys.modules.items()
+                          if name.partition(".")[0] == "mindspore_rl_buffer" and module.__file__}
     if ir_folder is not None:
         figures["sizes"] = graph_sizes(Path(ir_folder.name))
         ir_folder.cleanup()
     return figures
 
 
-def spawn(root: Path, part: str, option: str = "default", phases: bool = False, setup: bool = True,
+def spawn(root: Path, parts: list[str], option: str = "default", phases: bool = False, setup: bool = True,
           sizes: bool = False) -> dict[str, Any]:
     """:func:`child` in a fresh process importing the tree ``root`` (compile cache off); ``setup`` for this
-    checkout, whose ``train`` sets up the process before compiling (the baseline's did not)."""
+    checkout, whose ``train`` sets up the process before compiling (the baseline's did not). The figures of
+    each part by name, with the graph's sizes under ``"sizes"`` when asked."""
     from benchmarks.common import run_in_tree
 
     env = {"MSRB_COMPILE_CACHE": "off"}
     if phases:
         env.update({"GLOG_v": "3", "MS_SUBMODULE_LOG_v": "{PIPELINE:1}", "GLOG_logtostderr": "1"})
-    return run_in_tree(Path(__file__).resolve(), root,
-                       ["--part", part, "--option", option, *(["--phases"] if phases else []),
-                        *(["--setup"] if setup else []), *(["--sizes"] if sizes else [])],
-                       MARK, 15 * 60, env)
+    figures = run_in_tree(Path(__file__).resolve(), root,
+                          [*(arg for part in parts for arg in ("--part", part)), "--option", option,
+                           *(["--phases"] if phases else []), *(["--setup"] if setup else []),
+                           *(["--sizes"] if sizes else [])],
+                          MARK, 15 * 60, env)
+    return {**figures["parts"], **({"sizes": figures["sizes"]} if sizes else {})}
 
 
 # -- the parent: rounds, medians, the record ------------------------------------------------------
@@ -345,7 +353,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser.add_argument("--out", default=None, help="folder of the JSON (default benchmarks/results)")
     parser.add_argument("--smoke", action="store_true", help="one round, this checkout as the baseline")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--part", choices=tuple(PARTS), help=argparse.SUPPRESS)
+    parser.add_argument("--part", choices=tuple(PARTS), action="append", help=argparse.SUPPRESS)
     parser.add_argument("--option", choices=tuple(OPTIONS), default="default", help=argparse.SUPPRESS)
     parser.add_argument("--phases", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--setup", action="store_true", help=argparse.SUPPRESS)
@@ -369,18 +377,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         trees = {BASE: base_root, NEW: root}
         for number in range(args.rounds):
             measured: dict[str, Any] = {"parts": {BASE: {}, NEW: {}}, "phases": {}, "options": {}}
-            for part in PARTS:
+            if args.smoke:  # every part in one process per tree: the code of each, no claims
                 for tree, tree_root in trees.items():
-                    measured["parts"][tree][part] = spawn(tree_root, part, setup=tree == NEW)
+                    measured["parts"][tree] = spawn(tree_root, list(PARTS), setup=tree == NEW)
+            else:
+                for part in PARTS:
+                    for tree, tree_root in trees.items():
+                        measured["parts"][tree][part] = spawn(tree_root, [part], setup=tree == NEW)[part]
             for tree, tree_root in trees.items():
-                measured["phases"][tree] = spawn(tree_root, "train_loop", phases=True, setup=tree == NEW)
+                measured["phases"][tree] = spawn(tree_root, ["train_loop"], phases=True,
+                                                 setup=tree == NEW)["train_loop"]
             for option in OPTIONS:
                 if option != "default":
-                    measured["options"][option] = spawn(root, "train_loop", option)
+                    measured["options"][option] = spawn(root, ["train_loop"], option)["train_loop"]
             rounds.append(measured)
             print(f"round {number + 1} of {args.rounds}: {time.perf_counter() - started:.0f} s", flush=True)
         # The same graph in every process of a tree: its size once per tree.
-        sizes = {tree: spawn(tree_root, "train_loop", setup=tree == NEW, sizes=True)["sizes"]
+        sizes = {tree: spawn(tree_root, ["train_loop"], setup=tree == NEW, sizes=True)["sizes"]
                  for tree, tree_root in trees.items()}
         resolved = commit_of(base_root)
     results = {"run": run, "config": "configs/dqn_nstep.py",
