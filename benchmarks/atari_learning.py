@@ -11,7 +11,7 @@ beside it, with the human-normalized score ``(score - random) / (human - random)
 It writes ``atari_learning.json`` (every game's step and score per seed and agent, the summary,
 the run's provenance) after each seed and ``atari_learning.png`` (the learning curves) to
 ``--out`` (default ``benchmarks/results``). ``--jobs 2`` runs two seeds at a time. ``--quick``
-runs one seed for 800 steps and records nothing without ``--out``.
+runs one seed for 400 steps (updates from step 200) and records nothing without ``--out``.
 """
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=50_000, help="agent steps per seed (default: %(default)s)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--jobs", type=int, default=1, help="seeds run at the same time (default: %(default)s)")
-    parser.add_argument("--quick", action="store_true", help="one seed, 800 steps; records nothing without --out")
+    parser.add_argument("--quick", action="store_true", help="one seed, 400 steps; records nothing without --out")
     parser.add_argument("--out", default=None, help="folder of the JSON and PNG (default: benchmarks/results)")
     parser.add_argument("--deadline", default=None, metavar="HH:MM",
                         help="UTC time at which a seed still training stops and records the steps it ran "
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         child(int(args.child[0]), int(args.child[1]), args.learning_starts, args.child[2], args.child_deadline)
         return 0
     run = provenance(argv)
-    steps, seeds = (800, args.seeds[:1]) if args.quick else (args.steps, args.seeds)
+    steps, seeds = (400, args.seeds[:1]) if args.quick else (args.steps, args.seeds)
     starts = ["--learning-starts", "200"] if args.quick else []
     if args.deadline is not None:
         starts += ["--child-deadline", str(deadline_epoch(args.deadline))]

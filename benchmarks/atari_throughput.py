@@ -11,7 +11,7 @@ In one process, with ``configs/dqn_atari.py``'s agent on Breakout:
 
 The buffer is first filled with ``learning_starts`` steps; graphs are compiled before timing.
 It writes ``atari_throughput.json`` to ``--out`` (default ``benchmarks/results``). ``--quick``
-times a few hundred steps and records nothing without ``--out``.
+fills 200 steps, times a few hundred and records nothing without ``--out``.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from mindspore import Tensor
 from benchmarks.common import ROOT, provenance, results_path, write_results
 
 CONFIG = "configs/dqn_atari.py"
+QUICK_FILL = 200  # agent steps stored before a quick run's timing: enough for a batch of stacks and n-step returns
 
 
 class Driver:
@@ -60,12 +61,15 @@ def rate(call: Any, count: int) -> float:
     return count / (time.perf_counter() - start)
 
 
-def measure(steps: int, learns: int) -> dict[str, float]:
+def measure(steps: int, learns: int, fill: int | None = None) -> dict[str, float]:
+    """The rates, after ``fill`` agent steps are stored (default: the config's ``learning_starts``)."""
     ms.set_context(mode=ms.GRAPH_MODE)
     from mindspore_rl_buffer import load_config
     from mindspore_rl_buffer.apps.atari import trainer
 
     config = load_config(ROOT / CONFIG)
+    if fill is not None:
+        config["trainer"]["learning_starts"] = fill
     emulator = trainer.atari_steps(config, 1)
     rng = np.random.default_rng(1)
     figures = {"emulator_steps_per_second": rate(lambda _: emulator.step(int(rng.integers(4))), steps)}
@@ -91,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     run = provenance(argv)
     steps, learns = (200, 20) if args.quick else (args.steps, args.learns)
-    figures = measure(steps, learns)
+    figures = measure(steps, learns, QUICK_FILL if args.quick else None)
     write_results({"run": run, "config": CONFIG, "steps": steps, "learns": learns, **figures},
                   results_path("atari_throughput", args.out, smoke=args.quick))
     for key, value in figures.items():
