@@ -13,7 +13,6 @@ asked for the tensors wanted only, so a tensor the network does not hold is neve
 """
 from __future__ import annotations
 
-import gc
 import itertools
 import json
 import math
@@ -56,7 +55,8 @@ def read_tensors(op: str, path: Path, file_format: str, wanted: Callable[[str], 
     failure = None
     with warnings.catch_warnings():
         # MindSpore 2.10's safetensors reader leaves the file open when it cannot parse it; the
-        # file is closed when the failed reader's frames are freed, here, without a warning.
+        # file is closed when the failed reader's frames are freed, at the end of the except
+        # clause below, inside this block: without a warning, and with no garbage collection.
         warnings.simplefilter("ignore", ResourceWarning)
         try:
             if file_format == "ckpt":
@@ -66,7 +66,6 @@ def read_tensors(op: str, path: Path, file_format: str, wanted: Callable[[str], 
             if isinstance(error, ValueError) and "empty after filter" in str(error):  # MindSpore: none wanted
                 return {}
             failure = f"{type(error).__name__}: {error}"
-        gc.collect()
     raise ValueError(f"For '{op}', '{path}' is not a readable checkpoint (corrupt or truncated?): {failure}")
 
 
