@@ -293,10 +293,14 @@ def test_the_iteration_benchmark_counts_each_part_s_kernels_and_the_parts_add_up
 
 
 @pytest.mark.slow
-def test_the_compile_benchmark_times_every_part_in_its_own_process_and_splits_the_training_graph(tmp_path):
-    from benchmarks.dqn_compile import FUNCTIONS, GROUPS, OPTIONS, PARTS, main
+def test_the_compile_benchmark_times_every_part_of_both_trees_and_splits_the_training_graph(tmp_path):
+    from benchmarks.common import ROOT
+    from benchmarks.dqn_compile import FUNCTIONS, GROUPS, OPTIONS, PARTS, main, spawn
     from benchmarks.report import page_block_lines
 
+    # A measured run gives each part a process of its own; a smoke run, one process per tree.
+    alone = spawn(ROOT, ["empty"])
+    assert set(alone) == {"empty"} and alone["empty"]["first_s"] >= alone["empty"]["compile_s"] > 0, alone
     results = main(["--smoke", "--out", str(tmp_path)])
     written = json.loads((tmp_path / "dqn_compile.json").read_text())
     assert written["run"]["commit"] == results["run"]["commit"] and len(written["rounds"]) == 1

@@ -104,7 +104,7 @@ def test_an_out_folder_holding_an_earlier_run_is_refused_without_overwrite(tmp_p
 
 @pytest.mark.slow
 def test_the_command_trains_on_the_real_emulator_and_writes_its_run(tmp_path):
-    # The shipped config with updates from step 200 instead of 1,600: the same graphs, a quarter of the steps.
+    # The shipped config with updates from step 200 instead of 1,600: the same graphs, a fifth of the steps.
     config = tmp_path / "atari_early.py"
     config.write_text("import copy\nfrom mindspore_rl_buffer.configs.dqn_atari import algorithm_config as base\n"
                       "algorithm_config = copy.deepcopy(base)\nalgorithm_config['trainer']['learning_starts'] = 200\n")
