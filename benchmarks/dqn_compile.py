@@ -289,18 +289,17 @@ def spawn(root: Path, parts: list[str], option: str = "default", phases: bool = 
           sizes: bool = False) -> dict[str, Any]:
     """:func:`child` in a fresh process importing the tree ``root`` (compile cache off); ``setup`` for this
     checkout, whose ``train`` sets up the process before compiling (the baseline's did not). The figures of
-    each part by name, with the graph's sizes under ``"sizes"`` when asked."""
+    each part by name under ``"parts"``, with the graph's sizes under ``"sizes"`` when asked."""
     from benchmarks.common import run_in_tree
 
     env = {"MSRB_COMPILE_CACHE": "off"}
     if phases:
         env.update({"GLOG_v": "3", "MS_SUBMODULE_LOG_v": "{PIPELINE:1}", "GLOG_logtostderr": "1"})
-    figures = run_in_tree(Path(__file__).resolve(), root,
-                          [*(arg for part in parts for arg in ("--part", part)), "--option", option,
-                           *(["--phases"] if phases else []), *(["--setup"] if setup else []),
-                           *(["--sizes"] if sizes else [])],
-                          MARK, 15 * 60, env)
-    return {**figures["parts"], **({"sizes": figures["sizes"]} if sizes else {})}
+    return run_in_tree(Path(__file__).resolve(), root,
+                       [*(arg for part in parts for arg in ("--part", part)), "--option", option,
+                        *(["--phases"] if phases else []), *(["--setup"] if setup else []),
+                        *(["--sizes"] if sizes else [])],
+                       MARK, 15 * 60, env)
 
 
 # -- the parent: rounds, medians, the record ------------------------------------------------------
@@ -379,17 +378,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
             measured: dict[str, Any] = {"parts": {BASE: {}, NEW: {}}, "phases": {}, "options": {}}
             if args.smoke:  # every part in one process per tree: the code of each, no claims
                 for tree, tree_root in trees.items():
-                    measured["parts"][tree] = spawn(tree_root, list(PARTS), setup=tree == NEW)
+                    measured["parts"][tree] = spawn(tree_root, list(PARTS), setup=tree == NEW)["parts"]
             else:
                 for part in PARTS:
                     for tree, tree_root in trees.items():
-                        measured["parts"][tree][part] = spawn(tree_root, [part], setup=tree == NEW)[part]
+                        measured["parts"][tree][part] = spawn(tree_root, [part], setup=tree == NEW)["parts"][part]
             for tree, tree_root in trees.items():
                 measured["phases"][tree] = spawn(tree_root, ["train_loop"], phases=True,
-                                                 setup=tree == NEW)["train_loop"]
+                                                 setup=tree == NEW)["parts"]["train_loop"]
             for option in OPTIONS:
                 if option != "default":
-                    measured["options"][option] = spawn(root, ["train_loop"], option)["train_loop"]
+                    measured["options"][option] = spawn(root, ["train_loop"], option)["parts"]["train_loop"]
             rounds.append(measured)
             print(f"round {number + 1} of {args.rounds}: {time.perf_counter() - started:.0f} s", flush=True)
         # The same graph in every process of a tree: its size once per tree.

@@ -299,7 +299,7 @@ def test_the_compile_benchmark_times_every_part_of_both_trees_and_splits_the_tra
     from benchmarks.report import page_block_lines
 
     # A measured run gives each part a process of its own; a smoke run, one process per tree.
-    alone = spawn(ROOT, ["empty"])
+    alone = spawn(ROOT, ["empty"])["parts"]
     assert set(alone) == {"empty"} and alone["empty"]["first_s"] >= alone["empty"]["compile_s"] > 0, alone
     results = main(["--smoke", "--out", str(tmp_path)])
     written = json.loads((tmp_path / "dqn_compile.json").read_text())

@@ -61,6 +61,13 @@ def test_an_atari_python_config_is_run_once(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().out == "config run\n"
 
 
+def _derived_config(path: Path, change: str) -> Path:
+    """A config file at ``path``: the shipped Atari config with the statement ``change`` applied to ``config``."""
+    path.write_text(f"import copy\nfrom mindspore_rl_buffer.configs.dqn_atari import algorithm_config as base\n"
+                    f"config = copy.deepcopy(base)\n{change}\nalgorithm_config = config\n")
+    return path
+
+
 def _must_not_train(config, **kwargs):
     raise AssertionError("the Atari trainer ran before the config was checked")
 
@@ -86,8 +93,7 @@ def test_a_bad_atari_config_is_a_usage_error_naming_it_before_training(tmp_path,
     if change is None:  # only the game: what makes a config an Atari config
         path.write_text('algorithm_config = {"environment": {"game": "Breakout"}}\n')
     else:
-        path.write_text(f"import copy\nfrom mindspore_rl_buffer.configs.dqn_atari import algorithm_config as base\n"
-                        f"config = copy.deepcopy(base)\n{change}\nalgorithm_config = config\n")
+        _derived_config(path, change)
     monkeypatch.setattr(trainer, "train", _must_not_train)
     assert cli.main(["train", "--config", str(path), "--out", str(tmp_path / "run")]) == 2
     error = capsys.readouterr().err
@@ -105,9 +111,7 @@ def test_an_out_folder_holding_an_earlier_run_is_refused_without_overwrite(tmp_p
 @pytest.mark.slow
 def test_the_command_trains_on_the_real_emulator_and_writes_its_run(tmp_path):
     # The shipped config with updates from step 200 instead of 1,600: the same graphs, a fifth of the steps.
-    config = tmp_path / "atari_early.py"
-    config.write_text("import copy\nfrom mindspore_rl_buffer.configs.dqn_atari import algorithm_config as base\n"
-                      "algorithm_config = copy.deepcopy(base)\nalgorithm_config['trainer']['learning_starts'] = 200\n")
+    config = _derived_config(tmp_path / "atari_early.py", 'config["trainer"]["learning_starts"] = 200')
     out = tmp_path / "run"
     done = subprocess.run([sys.executable, "-m", "mindspore_rl_buffer", "train", "--config", str(config), "--out",
                            str(out), "--max-steps", "400", "--no-progress"], cwd=tmp_path, capture_output=True,
