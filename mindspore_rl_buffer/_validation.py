@@ -185,6 +185,13 @@ def check_batch(op, names, shapes, dtypes, got_count, got_shapes, got_dtypes):
 check_batch_graph = ops.constexpr(check_batch)
 
 
+def refuse_masked(op: str, names: Sequence[str], i: int, value: Any) -> None:
+    """Refuse a numpy masked array as column ``i``: converting it would drop its mask without a word."""
+    if isinstance(value, np.ma.MaskedArray):
+        column = names[i] if i < len(names) else f"#{i}"
+        raise _errors.column_error(op, column, "type", "an array without a mask", "a numpy masked array")
+
+
 def host_tensor(op: str, names: Sequence[str], i: int, value: Any) -> Tensor:
     """Column ``i`` of a direct call's transition as a tensor (a numpy array is converted).
 
@@ -198,9 +205,8 @@ def host_tensor(op: str, names: Sequence[str], i: int, value: Any) -> Tensor:
     if isinstance(value, Tensor):
         return value
     if isinstance(value, (np.ndarray, np.generic)):
+        refuse_masked(op, names, i, value)
         column = names[i] if i < len(names) else f"#{i}"
-        if isinstance(value, np.ma.MaskedArray):  # its mask would be dropped without a word
-            raise _errors.column_error(op, column, "type", "an array without a mask", "a numpy masked array")
         array = np.asarray(value)
         # object, str, datetime...: no tensor of them; nor of numpy's longdouble (float128 here)
         if array.dtype.kind not in "biuf" or array.dtype.itemsize > 8:
@@ -300,6 +306,8 @@ def check_priorities(op: str, indices: Any, priorities: Any, size: int,
     """Slots in ``[0, size)`` and finite priorities in ``[0, largest_priority(alpha)]``, of one 1-D shape."""
     slots = host_array(op, "indices", indices, "int")
     values = host_array(op, "priorities", priorities, "float")
+    if values.dtype.kind != "f":  # bfloat16 comes as numpy's extension type; float32 holds it exactly
+        values = values.astype(np.float32)
     check_same_shape(op, slots.shape, values.shape)
     bad = ~np.isfinite(values) | (values < 0)
     if bad.any():
@@ -370,8 +378,11 @@ check_leaves_graph = ops.constexpr(check_leaves)
 # ------------------------------------------------------------------ transition buffers
 def check_gamma(op: str, gamma: Any) -> float:
     """A discount: a real number in ``[0, 1]`` (not a bool)."""
-    value = check_exponent(op, "gamma", gamma)
-    if value > 1:
+    try:
+        value = check_exponent(op, "gamma", gamma)
+    except ValueError:  # NaN, inf, a negative: the same range in the message as for 1.5
+        value = math.nan
+    if not 0 <= value <= 1:
         raise _errors.value_error(op, "gamma", "a float in [0, 1]", gamma)
     return value
 

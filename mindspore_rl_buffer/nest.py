@@ -84,6 +84,9 @@ class FlatSpec:
         tensors = []
         for i, leaf in enumerate(leaves):
             if isinstance(leaf, (np.ndarray, np.generic)):
+                if isinstance(leaf, np.ma.MaskedArray):  # its mask would be dropped without a word
+                    raise _errors.leaf_error(op, self.describe(i), "type", "an array without a mask",
+                                             "a numpy masked array")
                 if DTYPES.get(np.asarray(leaf).dtype.name) is None:
                     raise _errors.leaf_error(op, self.describe(i), "dtype", self.specs[i].dtype,
                                              np.asarray(leaf).dtype)

@@ -15,7 +15,7 @@ from mindspore_rl_buffer.contracts import ring_contract
 from mindspore_rl_buffer.host_ring import NumpyRing, generator_of, generator_problems, generator_words
 from mindspore_rl_buffer.nest import FlatSpec
 from mindspore_rl_buffer.replay_buffer import ReplayBuffer
-from mindspore_rl_buffer.specs import TensorSpec, numpy_dtype
+from mindspore_rl_buffer.specs import TensorSpec, check_column_bytes, numpy_dtype
 from mindspore_rl_buffer.tf_agents import (
     BufferInfo,
     TFAgentsAPI,
@@ -79,6 +79,8 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
     def __init__(self, data_spec: Any, capacity: int, *, seed: int | None = None) -> None:
         self._capacity = check_capacity(type(self).__name__, "capacity", capacity)
         self._flat = FlatSpec.of(data_spec)
+        # the limits of the device buffer to_device fills, checked before numpy allocates the ring
+        check_column_bytes(type(self).__name__, self._capacity, self._flat.specs, self._flat.descriptions())
         self._data_spec = data_spec
         self._ring = NumpyRing(self._capacity, [spec.shape for spec in self._flat.specs],
                                [numpy_dtype(spec.dtype) for spec in self._flat.specs])
@@ -198,8 +200,8 @@ class PyUniformReplayBuffer(TFAgentsAPI, Checkpointable):
             ids = item_ids(self._added - self._ring.count, self._ring.count, 1)
             return [column[rows][None] for column in self._ring.columns], ids
 
-    def _draw(self, sample_batch_size: int | None, num_steps: int | None) -> tuple[Any, BufferInfo]:
-        return self._sample("as_dataset", sample_batch_size, num_steps, True)
+    def _draw(self, op: str, sample_batch_size: int | None, num_steps: int | None) -> tuple[Any, BufferInfo]:
+        return self._sample(op, sample_batch_size, num_steps, True)
 
     def _pass_limits(self) -> tuple[tuple[str, int], tuple[str, int]]:
         return ("segments", 1), ("capacity", self._capacity)

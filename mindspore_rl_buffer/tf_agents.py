@@ -212,8 +212,9 @@ class TFAgentsAPI:
         return [[key if isinstance(key, (str, int)) else {"repr": repr(key)} for key in path]
                 for path in self._flat.paths]
 
-    def _draw(self, sample_batch_size: int | None, num_steps: int | None) -> tuple[Any, BufferInfo]:
-        """Hook: one random draw (``get_next``'s arguments, time stacked) and its :class:`BufferInfo`."""
+    def _draw(self, op: str, sample_batch_size: int | None, num_steps: int | None) -> tuple[Any, BufferInfo]:
+        """Hook: one random draw (``get_next``'s arguments, time stacked) and its :class:`BufferInfo`; an
+        error names ``op``, the method that streams."""
         raise NotImplementedError
 
     def _gather_numpy(self) -> tuple[list[np.ndarray], np.ndarray]:
@@ -272,11 +273,12 @@ class TFAgentsAPI:
             check_deterministic_pass(op, sample_batch_size, num_steps, self._pass_limits(),
                                      self._dataset_drop_remainder)
             return lambda: self._deterministic_pass(sample_batch_size, num_steps)
-        return lambda: self._sampler(sample_batch_size, num_steps)
+        return lambda: self._sampler(op, sample_batch_size, num_steps)
 
-    def _sampler(self, sample_batch_size: int | None, num_steps: int | None) -> Iterator[tuple[Any, BufferInfo]]:
+    def _sampler(self, op: str, sample_batch_size: int | None,
+                 num_steps: int | None) -> Iterator[tuple[Any, BufferInfo]]:
         while True:
-            yield self._draw(sample_batch_size, num_steps)
+            yield self._draw(op, sample_batch_size, num_steps)
 
     def _deterministic_pass(self, sample_batch_size: int | None,
                             num_steps: int | None) -> Iterator[tuple[Any, BufferInfo]]:

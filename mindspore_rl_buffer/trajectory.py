@@ -48,8 +48,7 @@ def _host_add_batch(self: TrajectoryReplayBuffer, items: Any) -> Launch:
 
 
 def _host_get_next(self: TrajectoryReplayBuffer, sample_batch_size: Any = None, num_steps: Any = None,
-                   time_stacked: Any = True) -> Launch:
-    op = "get_next"
+                   time_stacked: Any = True, *, op: str = "get_next") -> Launch:
     sample_batch_size, num_steps, time_stacked = check_sample_args(op, sample_batch_size, num_steps, time_stacked)
     check_stored(op, num_steps, int(self.storage.count), self._max_length)
     self._check_request_bytes(op, sample_batch_size, num_steps)
@@ -320,8 +319,9 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
     def _gather_numpy(self) -> tuple[list[np.ndarray], np.ndarray]:
         return self._gathered()
 
-    def _draw(self, sample_batch_size: int | None, num_steps: int | None) -> tuple[Any, BufferInfo]:
-        return self.get_next(sample_batch_size, num_steps)
+    def _draw(self, op: str, sample_batch_size: int | None, num_steps: int | None) -> tuple[Any, BufferInfo]:
+        items, (ids, probabilities) = self._get_next(sample_batch_size, num_steps, True, op=op)
+        return graph_nest(self._template, items), BufferInfo(ids, probabilities)
 
     def _pass_limits(self) -> tuple[tuple[str, int], tuple[str, int]]:
         return ("batch_size", self._batch_size), ("max_length", self._max_length)

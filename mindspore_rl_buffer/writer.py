@@ -27,6 +27,7 @@ from mindspore_rl_buffer._validation import (
     check_size,
     given_columns,
     native,
+    refuse_masked,
     transition_of,
 )
 from mindspore_rl_buffer.specs import DTYPES, check_batch_bytes, numpy_dtype, spec_fields
@@ -176,6 +177,7 @@ class BufferWriter:
         yet when it raises). The base writer accepts any order."""
 
     def _host_array(self, i: int, value: Any) -> np.ndarray:
+        refuse_masked("insert", self._names, i, value)
         if isinstance(value, (np.ndarray, np.generic)):
             return native(np.asarray(value))
         if isinstance(value, Tensor):

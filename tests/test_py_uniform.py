@@ -104,3 +104,18 @@ def test_without_a_seed_it_follows_mindspore_set_seed_like_the_device_buffers():
     first = draws()
     ms.set_seed(11)
     assert draws() == first  # numpy's fresh entropy drew apart
+
+
+@pytest.mark.parametrize("shape, capacity, message", [
+    ((0,), 4, r"the shape of items\['obs'\] must be a tuple of ints >= 1 \(an empty item stores nothing\), "
+              r"but got \(0,\)"),
+    ((1,) * 8, 4, r"the shape of items\['obs'\] must be at most 7 dims"),
+    ((1024,), 2**30, r"the size of items\['obs'\] must be at most 1099511627776 bytes \(1 TiB\), but got 1073741824 "
+                     r"rows of shape \(1024,\) and dtype Float32: 4398046511104 bytes"),
+])
+def test_a_spec_the_device_buffers_refuse_is_refused_before_numpy_allocates(shape, capacity, message):
+    # Such specs were taken, and failed later in to_device (naming ReplayBuffer) or in numpy (MemoryError).
+    with pytest.raises(ValueError, match=rf"^For 'PyUniformReplayBuffer', {message}"):
+        PyUniformReplayBuffer({"obs": TensorSpec(shape, "float32")}, capacity)
+    device = PyUniformReplayBuffer({"obs": TensorSpec((1,) * 7, "float32")}, 2).to_device()  # the limit itself
+    assert device.specs[0].shape == (1,) * 7

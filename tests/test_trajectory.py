@@ -81,8 +81,10 @@ def test_numpy_int_sizes_are_taken_as_ints_and_leave_plain_int_calls_working():
 
 def test_num_steps_longer_than_stored_and_empty_buffers_are_refused():
     rb = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4)
-    with pytest.raises(ValueError, match="the buffer is empty"):
+    with pytest.raises(ValueError, match="For 'get_next', the buffer is empty"):
         rb.get_next()
+    with pytest.raises(ValueError, match="For 'as_dataset', the buffer is empty"):  # the method called, named
+        next(iter(rb.as_dataset(sample_batch_size=2)))
     fill(rb, SegmentModel(2, 4), 2, 2)
     with pytest.raises(ValueError, match=r"'num_steps' \(3\) must not exceed the 2 time steps stored"):
         rb.get_next(num_steps=3)

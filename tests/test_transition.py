@@ -326,6 +326,8 @@ def test_sampling_an_empty_buffer_is_refused():
     ({"capacity": 6, "stack_size": 4, "n_step": 2}, ValueError,
      r"holds 6 time steps of 1 environments, but a transition with stack_size=4 and n_step=2 needs at least 7"),
     ({"gamma": 1.5}, ValueError, r"'gamma' must be a float in \[0, 1\], but got 1.5"),
+    ({"gamma": float("nan")}, ValueError, r"'gamma' must be a float in \[0, 1\], but got nan"),
+    ({"gamma": -0.5}, ValueError, r"'gamma' must be a float in \[0, 1\], but got -0.5"),
     ({"gamma": True}, TypeError, "'gamma' must be a float"),
     ({"stack_size": 0}, ValueError, "'stack_size' must be an int >= 1"),
     ({"n_step": 2.0}, TypeError, "'n_step' must be an int"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 import mindspore as ms
 import numpy as np
 import pytest
+from mindspore import Tensor
 
 from tests.helpers import BAD_CALLS, F32, GOOD, I32, assert_state_unchanged, decode, encoded_batch, make, state_of
 
@@ -199,6 +200,20 @@ CATALOGUE = [
      "'sample_batch_size' must be an int <= 1073741824, but got 4294967298"),
     ("numpy", lambda b: b.get_next(sample_batch_size=2**40), ValueError,
      "'sample_batch_size' must be an int <= 1073741824, but got 1099511627776"),
+    ("replay", lambda b: b.writer(4).insert([GOOD[0], GOOD[1], np.ma.masked_array(GOOD[2], mask=GOOD[2] > 0)]),
+     ValueError, "For 'insert', the type of column 'reward' must be an array without a mask"),
+    ("trajectory", lambda b: b.add_batch({"value": np.ma.masked_array(np.zeros(2, F32), mask=[True, False])}),
+     ValueError, r"For 'add_batch', the type of items\['value'\] 'value' must be an array without a mask"),
+    ("numpy", lambda b: b.add_batch({"value": np.ma.masked_array(np.zeros(1, F32), mask=[True])}),
+     ValueError, r"For 'add_batch', the type of items\['value'\] 'value' must be an array without a mask"),
+    ("priority", lambda b: b.update_priorities(Tensor([0], ms.int32), Tensor([3e38], ms.bfloat16)), ValueError,
+     r"For 'update_priorities', 'priorities' must be at most .*, but got 3\.00\d*e\+38\.$"),  # 3e38 in bfloat16
+    ("priority", lambda b: b.update_priorities(Tensor([0], ms.int32), Tensor([-1.5], ms.bfloat16)), ValueError,
+     r"'priorities' must be finite and >= 0, but got -1\.5\.$"),
+    ("trajectory", lambda b: next(iter(b.as_dataset(num_steps=4))), ValueError,
+     r"For 'as_dataset', 'num_steps' \(4\) must not exceed the 3"),
+    ("numpy", lambda b: next(iter(b.as_dataset(num_steps=4))), ValueError,
+     r"For 'as_dataset', 'num_steps' \(4\) must not exceed"),
     ("replay", lambda b: b.writer(0), ValueError, "'batch_size' must be an int >= 1"),
     ("replay", lambda b: b.writer(4).insert([GOOD[0], GOOD[1].astype(np.int64), GOOD[2]]), ValueError,
      "dtype of column 'action' must be Int32, but got Int64"),
