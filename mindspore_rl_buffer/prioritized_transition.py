@@ -20,6 +20,7 @@ from mindspore_rl_buffer import _errors, contracts
 from mindspore_rl_buffer._graph import DIRECT_CALLS, Launch, buffer_method, discard
 from mindspore_rl_buffer._validation import (
     check_array_type,
+    check_capacity,
     check_exponent,
     check_optional_size_graph,
     check_priorities,
@@ -55,6 +56,12 @@ def _host_update(self: PrioritizedTransitionReplayBuffer, ids: Any, priorities: 
     if not given.size:
         return None
     return Launch(Tensor(given.astype(np.int32)), Tensor(values.astype(np.float32)), finish=discard)
+
+
+#: The largest capacity: ``2 * capacity <= prioritized.ID_SPACE``, so ids repeat no sooner than every second
+#: time a slot is written (:func:`~mindspore_rl_buffer.ops.prioritized.id_period`), and a stale id never
+#: names the start written over it.
+MAX_CAPACITY = prioritized.ID_SPACE // 2
 
 
 class PrioritizedTransitionReplayBuffer(TransitionReplayBuffer):
@@ -118,7 +125,12 @@ class PrioritizedTransitionReplayBuffer(TransitionReplayBuffer):
     def __init__(self, sample_size: int, capacity: int, shapes: Sequence[Any], types: Sequence[Any], *,
                  alpha: float = 0.6, num_envs: int = 1, stack_size: int = 1, n_step: int = 1, gamma: float = 0.99,
                  names: Sequence[str] | None = None, seed: int | None = None) -> None:
-        alpha = check_exponent(type(self).__name__, "alpha", alpha)
+        op = type(self).__name__
+        alpha = check_exponent(op, "alpha", alpha)
+        if check_capacity(op, "capacity", capacity) > MAX_CAPACITY:
+            raise ValueError(f"For '{op}', 'capacity' must be an int <= {MAX_CAPACITY} (2**29: above it, the id of a "
+                             f"start could equal the id of the start written over it in the same slot, and a stale "
+                             f"id would update the newer start), but got {capacity}.")
         super().__init__(sample_size, capacity, shapes, types, num_envs=num_envs, stack_size=stack_size,
                          n_step=n_step, gamma=gamma, names=names, seed=seed)
         self._alpha = alpha

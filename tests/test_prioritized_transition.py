@@ -339,6 +339,19 @@ def test_bad_calls_name_the_argument_and_change_nothing(what, call, error, argum
     assert float(rb.max_priority.asnumpy()) == 2.0 and rb.sample(BETA)[0].shape == (BATCH,)
 
 
+@pytest.mark.parametrize("num_envs", [1, 8])
+def test_a_capacity_whose_ids_could_not_tell_a_stale_start_is_refused_before_anything_is_allocated(num_envs):
+    # Past 2**29 slots an id was its slot: an id from before an overwrite updated the newer start.
+    from mindspore_rl_buffer.ops.prioritized import id_period
+
+    largest = 2**29
+    assert id_period(largest // num_envs, num_envs) >= 2 * (largest // num_envs)  # the limit keeps ids apart
+    assert id_period(largest // num_envs + 1, num_envs) == largest // num_envs + 1  # one row past it does not
+    with pytest.raises(ValueError, match=r"^For 'PrioritizedTransitionReplayBuffer', 'capacity' must be an int <= "
+                                         rf"536870912 \(2\*\*29: .*\), but got {largest + num_envs}\.$"):
+        make(num_envs=num_envs, max_length=largest // num_envs + 1)
+
+
 def test_sampling_without_a_valid_start_is_refused_and_changes_nothing():
     rb = prepared()
     rb.reset()
