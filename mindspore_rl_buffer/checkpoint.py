@@ -53,7 +53,7 @@ from mindspore_rl_buffer.checkpoint_files import (
     unprefixed,
     upgrade,
 )
-from mindspore_rl_buffer.files import FORMATS, check_regular_file, fsync_folder
+from mindspore_rl_buffer.files import FORMATS, check_path, check_regular_file, fsync_folder
 from mindspore_rl_buffer.specs import TensorSpec, mindspore_dtype
 
 
@@ -141,7 +141,7 @@ class Checkpointable:
 
 
 def _path(op: str, path: str | os.PathLike) -> tuple[Path, str]:
-    path = Path(path)
+    path = check_path(op, "checkpoint", path)
     if path.suffix not in FORMATS:
         raise ValueError(f"For '{op}', the checkpoint path must end in .safetensors or .ckpt, but got '{path}'.")
     return path, FORMATS[path.suffix]
@@ -192,6 +192,10 @@ def save_checkpoint(net: Any, path: str | os.PathLike) -> Path:
     if blocking is not None:
         raise ValueError(f"For '{op}', the checkpoint path '{path}' cannot be written: '{blocking}' is a file, "
                          f"not a folder.")
+    dangling = next((parent for parent in path.parents if parent.is_symlink() and not parent.exists()), None)
+    if dangling is not None:
+        raise ValueError(f"For '{op}', the checkpoint path '{path}' cannot be written: '{dangling}' is a symbolic "
+                         f"link that leads nowhere (to nothing, or in a loop).")
     records = {name: buffer.checkpoint_record() for name, buffer in _buffers(net).items()}
     with _held(net), DIRECT_CALLS:  # no call changes a tensor between its checksum and its write
         # Again under the locks: a destroy() that took them first emptied the buffer, and an
@@ -219,11 +223,11 @@ _WRITES = itertools.count()  # numbers the temporary files of this process's wri
 def write_atomically(params: list[dict[str, Any]], path: Path, file_format: str = "ckpt") -> Path:
     """``mindspore.save_checkpoint(params, ...)`` to a temporary file beside ``path``, fsynced and
     renamed over ``path``: a crash mid-write leaves the previous file intact."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     # Unique to this write (two threads may save to one path) and short: the path's own name may
     # be as long as the file system allows.
     temporary = path.with_name(f".{path.stem[:40]}.{os.getpid()}.{next(_WRITES)}.tmp{path.suffix}")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with DIRECT_CALLS:
             ms.save_checkpoint(params, str(temporary), format=file_format)
         with open(temporary, "rb") as written:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import re
 import warnings
 from collections.abc import Callable, Mapping
@@ -50,8 +51,14 @@ def read_tensors(op: str, path: Path, file_format: str, wanted: Callable[[str], 
     """The tensors of a ``.ckpt`` or ``.safetensors`` file whose names ``wanted`` accepts.
 
     Raises:
+        OSError: If the file cannot be opened (no permission to read it, say).
         ValueError: If the file cannot be read as a checkpoint of its format (the message says why).
     """
+    try:  # a file that cannot be opened is no corrupt checkpoint: say what the system said
+        os.close(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))  # a FIFO swapped in never blocks
+    except OSError as error:
+        raise OSError(error.errno, f"For '{op}', the checkpoint could not be read ({type(error).__name__}: "
+                                   f"{error.strerror})", str(path)) from None
     failure = None
     with warnings.catch_warnings():
         # MindSpore 2.10's safetensors reader leaves the file open when it cannot parse it; the

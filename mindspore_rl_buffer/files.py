@@ -6,9 +6,25 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Any
 
 # The checkpoint formats, by the ending of a file's name (MindSpore's format names).
 FORMATS = {".safetensors": "safetensors", ".ckpt": "ckpt"}
+
+
+def check_path(op: str, what: str, path: Any) -> Path:
+    """``path`` (a ``str`` or an ``os.PathLike`` of one) as a ``Path``; a ``TypeError`` naming ``what`` otherwise.
+
+    Examples:
+        >>> from mindspore_rl_buffer.files import check_path
+        >>> check_path('save', 'checkpoint', b'buffer.ckpt')
+        Traceback (most recent call last):
+        ...
+        TypeError: For 'save', the checkpoint path must be a str or a pathlib.Path, but got bytes.
+    """
+    if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+        raise TypeError(f"For '{op}', the {what} path must be a str or a pathlib.Path, but got {type(path).__name__}.")
+    return Path(path)
 
 
 def check_regular_file(op: str, what: str, path: Path, max_bytes: int | None = None) -> None:

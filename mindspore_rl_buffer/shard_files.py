@@ -22,7 +22,7 @@ from mindspore import nn
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import DIRECT_CALLS, refuse_destroyed
 from mindspore_rl_buffer.checkpoint import load_checkpoint, restore_validated, save_checkpoint
-from mindspore_rl_buffer.files import fsync_folder, saved_world_sizes, shard_path
+from mindspore_rl_buffer.files import check_path, fsync_folder, saved_world_sizes, shard_path
 from mindspore_rl_buffer.ops import sharded as sharded_ops
 
 # Why a rank's part failed, as a code every rank can read: code -> (the error it raises, the
@@ -115,6 +115,7 @@ def _refuse(op: str, path: str | os.PathLike, rank: int, codes: list[int], error
 def save_shard(buffer: Any, path: str | os.PathLike, group: str | None) -> str:
     """Write ``buffer``'s shard to its rank file (:meth:`ShardedReplayBuffer.save`); with several
     ranks, replace the rank files only when every rank wrote its pending file."""
+    check_path("save", "checkpoint", path)
     file = shard_path(path, buffer.rank, buffer.world_size)
     if buffer.world_size == 1:
         save_checkpoint(buffer, file)
@@ -166,6 +167,7 @@ def load_shard(buffer: Any, path: str | os.PathLike, group: str | None) -> None:
     tensors are copied into ``buffer``, in place, once every rank agrees.
     """
     op = "load"
+    check_path(op, "checkpoint", path)
     if buffer.world_size == 1:
         refuse_destroyed(op, buffer)
         load_checkpoint(_rank_file(op, buffer, path), buffer)

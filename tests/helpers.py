@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import collections
 import functools
+import os
 import threading
+from pathlib import Path
 
 import mindspore as ms
 import numpy as np
@@ -534,3 +536,15 @@ def assert_transitions_match(model: TransitionModel, items, ids, probabilities=N
         np.testing.assert_array_equal(items[5][i], want[5])
     if probabilities is not None:
         np.testing.assert_allclose(np.asarray(probabilities.asnumpy()), 1 / len(valid), rtol=1e-6)
+
+
+def refuse_to_open(monkeypatch, path) -> None:
+    """``os.open`` of ``path`` fails as for a file without read permission (as root, every file reads)."""
+    opened = os.open
+
+    def refused(file, *args, **kwargs):
+        if Path(file) == Path(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return opened(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refused)

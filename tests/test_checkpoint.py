@@ -4,6 +4,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,7 +29,20 @@ from mindspore_rl_buffer import (
     save_checkpoint,
 )
 from mindspore_rl_buffer.checkpoint_files import FORMAT_1, RECORD
-from tests.helpers import DTYPES, NAMES, SHAPES, Learner, RingModel, decode, encoded_batch, make, state_of
+from tests.helpers import (
+    DTYPES,
+    MS_DTYPES,
+    NAMES,
+    SHAPES,
+    Learner,
+    RingModel,
+    assert_state_unchanged,
+    decode,
+    encoded_batch,
+    make,
+    refuse_to_open,
+    state_of,
+)
 
 ROOT_DIR = Path(__file__).resolve().parents[1]
 
@@ -996,3 +1010,56 @@ def test_a_save_that_fails_names_the_checkpoint_not_its_temporary_file(tmp_path,
     with pytest.raises(kind, match=rf"the checkpoint could not be written \({reason}.*\): '{tmp_path / 'rb.ckpt'}'$"):
         rb.save(tmp_path / "rb.ckpt")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("leads_to", ["nothing", "itself"])
+def test_a_save_under_a_symbolic_link_that_leads_nowhere_is_refused_naming_the_link(tmp_path, leads_to):
+    # The folder was made with mkdir outside the save's checks: a bare FileExistsError naming the link.
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "nothing" if leads_to == "nothing" else link)
+    with pytest.raises(ValueError, match=rf"^For 'save', the checkpoint path '{re.escape(str(link))}/sub/rb\.ckpt' "
+                                         rf"cannot be written: '{re.escape(str(link))}' is a symbolic link that leads "
+                                         rf"nowhere \(to nothing, or in a loop\)\.$"):
+        make().save(link / "sub" / "rb.ckpt")
+    assert [p.name for p in tmp_path.iterdir()] == ["link"]
+
+
+def test_a_folder_a_save_cannot_make_is_an_os_error_naming_the_checkpoint(tmp_path, monkeypatch):
+    # A missing folder under a read-only one: mkdir's bare PermissionError named the folder, not the checkpoint.
+    def refused(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", refused)
+    target = tmp_path / "sub" / "rb.ckpt"
+    with pytest.raises(PermissionError, match=rf"the checkpoint could not be written \(PermissionError: Permission "
+                                              rf"denied\): '{re.escape(str(target))}'$"):
+        make().save(target)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_checkpoint_that_cannot_be_opened_is_an_os_error_not_a_corrupt_file(tmp_path, monkeypatch):
+    # A file without read permission was refused as "not a readable checkpoint (corrupt or truncated?)".
+    rb = make()
+    rb.insert(encoded_batch(0, 3))
+    path = rb.save(tmp_path / "rb.ckpt")
+    refuse_to_open(monkeypatch, path)
+    target = make()
+    before = state_of(target)
+    with pytest.raises(PermissionError, match=rf"^\[Errno 13\] For 'load', the checkpoint could not be read "
+                                              rf"\(PermissionError: Permission denied\): '{re.escape(str(path))}'$"):
+        target.load(path)
+    assert_state_unchanged(before, state_of(target))
+    monkeypatch.undo()
+    target.load(path)
+    np.testing.assert_array_equal(decode(*target.get_item(np.arange(3))), [0, 1, 2])
+
+
+@pytest.mark.parametrize("path, got", [(b"rb.ckpt", "bytes"), (None, "NoneType"), (123, "int")])
+def test_a_checkpoint_path_of_another_type_is_a_type_error_naming_the_call(path, got):
+    rb, sharded = make(), ShardedReplayBuffer(4, 7, SHAPES, MS_DTYPES, names=NAMES)
+    calls = [("save", rb.save), ("load", rb.load), ("save", lambda p: save_checkpoint(rb, p)),
+             ("load", lambda p: load_checkpoint(p, rb)), ("save", sharded.save), ("load", sharded.load)]
+    for op, call in calls:
+        with pytest.raises(TypeError, match=rf"^For '{op}', the checkpoint path must be a str or a pathlib\.Path, "
+                                            rf"but got {got}\.$"):
+            call(path)

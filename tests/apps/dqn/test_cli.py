@@ -15,6 +15,7 @@ from mindspore_rl_buffer import load_config
 from mindspore_rl_buffer.apps.dqn import cli
 from mindspore_rl_buffer.apps.dqn.networks import QNetwork, save_q_network
 from tests.apps.dqn.helpers import CONFIG, ROOT
+from tests.helpers import refuse_to_open
 
 
 @pytest.fixture(autouse=True)
@@ -243,6 +244,17 @@ def test_an_empty_a_special_or_a_dangling_input_path_is_named_for_what_it_is(tmp
         error = _refused_before_training(capsys, monkeypatch, [command, flag, path, *extra])
         assert error.startswith(message) and "not found" not in error and "folder" not in error
     assert sorted(path.name for path in tmp_path.iterdir()) == ["loop"]
+
+
+def test_evaluate_of_a_checkpoint_it_may_not_read_is_a_read_failure_not_a_bad_file(tmp_path, capsys, monkeypatch):
+    # A file without read permission was refused as a usage error (exit 2), "corrupt or truncated?".
+    checkpoint = tmp_path / "q.ckpt"
+    save_q_network(QNetwork(4, 2, (8,)), checkpoint)
+    refuse_to_open(monkeypatch, checkpoint)
+    assert cli.main(["evaluate", "--checkpoint", str(checkpoint), "--episodes", "1"]) == 1
+    error = capsys.readouterr().err
+    assert error == (f"error: could not read --checkpoint: [Errno 13] For 'evaluate', the checkpoint could not be "
+                     f"read (PermissionError: Permission denied): '{checkpoint}'\n")
 
 
 def test_a_saved_q_network_loads_with_its_layer_sizes(tmp_path):
