@@ -20,9 +20,11 @@ class _Quote(reprlib.Repr):
         return f"<an int of {x.bit_length():,} bits>" if x.bit_length() > 14_000 else super().repr_int(x, level)
 
 
+#: The characters of a string a message quotes whole; a longer one is cut short.
+QUOTED_CHARACTERS = 60
 _QUOTE = _Quote()
 _QUOTE.maxlevel, _QUOTE.maxlist, _QUOTE.maxtuple, _QUOTE.maxdict = 2, 6, 6, 6
-_QUOTE.maxstring, _QUOTE.maxlong, _QUOTE.maxother = 60, 40, 60
+_QUOTE.maxstring, _QUOTE.maxlong, _QUOTE.maxother = QUOTED_CHARACTERS, 40, 60
 
 
 def shown(value: object) -> str:

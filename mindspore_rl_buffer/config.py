@@ -80,7 +80,25 @@ MAX_NUMBER = 1024
 
 
 def register_buffer_type(cls: type) -> type:
-    """Make ``cls`` available to :func:`create_buffer` under its class name."""
+    """Make ``cls`` available to :func:`create_buffer` under its class name.
+
+    A class registered again under its name replaces the earlier one (a class defined anew, as a
+    notebook's cell run twice defines it), except for the library's own buffers: a class of
+    another module named ``ReplayBuffer`` would change what every config naming it builds.
+
+    Raises:
+        TypeError: If ``cls`` is not an ``nn.Cell`` class.
+        ValueError: If its name is one of the library's buffers and it is another class.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, nn.Cell)):
+        got = cls.__name__ if isinstance(cls, type) else type(cls).__name__
+        raise TypeError(f"For 'register_buffer_type', 'cls' must be a buffer class (an nn.Cell), but got {got}.")
+    own = BUFFER_TYPES.get(cls.__name__)
+    if (own is not None and own.__module__.partition(".")[0] == "mindspore_rl_buffer"
+            and (own.__module__, own.__qualname__) != (cls.__module__, cls.__qualname__)):
+        raise ValueError(f"For 'register_buffer_type', the name {cls.__name__} is the library's "
+                         f"{own.__module__}.{own.__qualname__}, but got the class {cls.__module__}.{cls.__qualname__}: "
+                         f"give your class another name, or pass the class itself as 'type'.")
     BUFFER_TYPES[cls.__name__] = cls
     return cls
 
@@ -103,7 +121,8 @@ def _buffer_type(value: Any) -> type:
         return value
     if isinstance(value, str) and value in BUFFER_TYPES:
         return BUFFER_TYPES[value]
-    name = value.__name__ if isinstance(value, type) else str(value)
+    name = value.__name__ if isinstance(value, type) else (
+        value if isinstance(value, str) and len(value) <= _errors.QUOTED_CHARACTERS else _errors.shown(value))
     raise ValueError(f"For 'create_buffer', 'type' must be a buffer class (an nn.Cell) or one of "
                      f"{sorted(BUFFER_TYPES)}, but got {name}{_errors.did_you_mean(name, BUFFER_TYPES)}")
 

@@ -517,3 +517,40 @@ def test_multi_type_replaybuffer_must_be_true(value):
     spec = {"multi_type_replaybuffer": value, "a": dict(DQN_ENTRY)}
     with pytest.raises(ValueError, match=r"'multi_type_replaybuffer' must be True .* but got"):
         create_buffer(spec)
+
+
+def test_an_unknown_type_name_is_quoted_cut_short():
+    entry = {"type": "A" * 100_000, "capacity": 10, "data_shape": [[4]], "data_type": ["float32"]}
+    with pytest.raises(ValueError, match=r"'type' must be a buffer class .*, but got 'A{20,}\.\.\.A+'$") as refused:
+        create_buffer(entry)
+    assert len(str(refused.value)) < 400
+
+
+@pytest.mark.parametrize("cls, got", [(42, "int"), ("ReplayBuffer", "str"), (dict, "dict"), (lambda: None, "function")])
+def test_register_buffer_type_refuses_what_is_no_cell_class(cls, got, monkeypatch):
+    from mindspore_rl_buffer import config
+
+    monkeypatch.setattr(config, "BUFFER_TYPES", dict(config.BUFFER_TYPES))
+    before = dict(config.BUFFER_TYPES)
+    with pytest.raises(TypeError, match=rf"^For 'register_buffer_type', 'cls' must be a buffer class \(an nn.Cell\), "
+                                        rf"but got {got}\.$"):
+        config.register_buffer_type(cls)
+    assert dict(config.BUFFER_TYPES) == before
+
+
+def test_register_buffer_type_keeps_the_library_names_and_takes_a_class_defined_anew(monkeypatch):
+    from mindspore_rl_buffer import config
+
+    monkeypatch.setattr(config, "BUFFER_TYPES", dict(config.BUFFER_TYPES))
+    shadow = type("ReplayBuffer", (nn.Cell,), {})  # a user's class of the library's name: configs built it silently
+    with pytest.raises(ValueError, match=r"^For 'register_buffer_type', the name ReplayBuffer is the library's "
+                                         r"mindspore_rl_buffer\.replay_buffer\.ReplayBuffer, but got the class "):
+        config.register_buffer_type(shadow)
+    assert config.BUFFER_TYPES["ReplayBuffer"] is ReplayBuffer
+    config.register_buffer_type(ReplayBuffer)  # the library's own, again: nothing changes
+    first = config.register_buffer_type(type("EpisodeBuffer", (ReplayBuffer,), {}))
+    second = config.register_buffer_type(type("EpisodeBuffer", (ReplayBuffer,), {}))  # a notebook's cell run again
+    assert first is not second and config.BUFFER_TYPES["EpisodeBuffer"] is second
+    built = config.create_buffer({"type": "EpisodeBuffer", "capacity": 4, "data_shape": [[2]],
+                                  "data_type": ["float32"]})
+    assert type(built) is second
