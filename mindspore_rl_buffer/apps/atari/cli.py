@@ -3,7 +3,8 @@
 ``mindspore_rl_buffer.apps.dqn.cli`` hands a config whose ``environment`` section names a
 ``game`` (see :func:`~.trainer.is_atari_config`) to :func:`train_atari`. It reads ``--out``,
 ``--overwrite``, ``--max-steps``, ``--seed`` and ``--no-progress``; the CartPole variants'
-``--buffer numpy``, ``--env gymnasium``, ``--loop`` and ``--compile-cache`` are refused.
+``--buffer numpy``, ``--env gymnasium``, ``--loop``, ``--compile-cache`` and ``--no-compile-cache`` are
+refused.
 """
 from __future__ import annotations
 

@@ -35,6 +35,29 @@ class MissingAtariError(ImportError):
     """``ale-py`` or ``gymnasium`` is not installed: ``pip install 'mindspore_rl_buffer[atari]'``."""
 
 
+def _gymnasium():
+    """gymnasium, with ALE's games registered; :class:`MissingAtariError` without the ``atari`` extra."""
+    try:
+        import ale_py
+        import gymnasium as gym
+    except ImportError as error:
+        raise MissingAtariError(f"The Atari job needs ale-py and gymnasium ({error}): "
+                                f"pip install 'mindspore_rl_buffer[atari]'") from None
+    gym.register_envs(ale_py)
+    return gym
+
+
+def games() -> list[str]:
+    """The names of the games ALE registers with gymnasium (``Breakout``, ``Boxing``, ...).
+
+    Raises:
+        MissingAtariError: If ``ale-py`` or ``gymnasium`` is not installed.
+    """
+    names = (name.removeprefix("ALE/").rpartition("-v")[0] for name in _gymnasium().registry
+             if name.startswith("ALE/"))
+    return sorted({name for name in names if name})
+
+
 def make_atari(game: str, seed: int, *, repeat_action_probability: float = REPEAT_ACTION_PROBABILITY,
                max_frames: int = MAX_FRAMES_PER_EPISODE, noop_max: int = NOOP_MAX):
     """One preprocessed Atari game, ``gymnasium.Env`` of 84x84 ``uint8`` frames, reset with ``seed``.
@@ -52,13 +75,7 @@ def make_atari(game: str, seed: int, *, repeat_action_probability: float = REPEA
     Raises:
         MissingAtariError: If ``ale-py`` or ``gymnasium`` is not installed.
     """
-    try:
-        import ale_py
-        import gymnasium as gym
-    except ImportError as error:
-        raise MissingAtariError(f"The Atari job needs ale-py and gymnasium ({error}): "
-                                f"pip install 'mindspore_rl_buffer[atari]'") from None
-    gym.register_envs(ale_py)
+    gym = _gymnasium()
     env = gym.make(f"ALE/{game}-v5", frameskip=1, repeat_action_probability=repeat_action_probability,
                    full_action_space=False, max_num_frames_per_episode=max_frames, max_episode_steps=None)
     env = gym.wrappers.AtariPreprocessing(env, noop_max=noop_max, frame_skip=FRAME_SKIP, screen_size=SCREEN_SIZE,
@@ -92,6 +109,8 @@ class AtariSteps:
             generator, as gymnasium's do.
         terminal_on_life_loss (bool): End the learning episode when a life is lost. Default: ``True``.
         max_frames (int): Emulator frames per game before truncation. Default: ``108000``.
+        repeat_action_probability (float): Sticky actions: the emulator repeats the previous action
+            instead of the agent's with this probability. Default: ``0.0``.
 
     Attributes:
         observation (numpy.ndarray): The current row's observation, ``uint8 (84, 84)``.
@@ -100,8 +119,10 @@ class AtariSteps:
     """
 
     def __init__(self, game: str, seed: int, terminal_on_life_loss: bool = True,
-                 max_frames: int = MAX_FRAMES_PER_EPISODE) -> None:
-        self.env, self.observation = make_atari(game, seed, max_frames=max_frames)
+                 max_frames: int = MAX_FRAMES_PER_EPISODE,
+                 repeat_action_probability: float = REPEAT_ACTION_PROBABILITY) -> None:
+        self.env, self.observation = make_atari(game, seed, max_frames=max_frames,
+                                                repeat_action_probability=repeat_action_probability)
         self.num_actions = int(self.env.action_space.n)
         self.terminal_on_life_loss = bool(terminal_on_life_loss)
         self.lives = self._lives()

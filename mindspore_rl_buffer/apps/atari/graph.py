@@ -107,6 +107,7 @@ class Learn(nn.Cell):
         self.double_target = target
         self.prioritized = is_prioritized(buffer)
         self.batch_size = buffer.sample_size
+        self.single_frames = buffer.stack_size == 1  # sampled without a stack axis, which the networks take
         self.loss_net = loss_net
         self.optimizer = optimizer
         self.grad = ms.value_and_grad(loss_net, None, optimizer.parameters, has_aux=True)
@@ -129,6 +130,8 @@ class Learn(nn.Cell):
         else:
             observation, action, reward, next_observation, discount = self.buffer.sample(self.batch_size)
             weights = ops.ones((self.batch_size,), ms.float32)
+        if self.single_frames:
+            observation, next_observation = observation.expand_dims(1), next_observation.expand_dims(1)
         target = self.double_target(reward, next_observation, discount)
         (loss, error), grads = self.grad(observation, action, target, weights)
         loss = ops.depend(loss, self.optimizer(grads))

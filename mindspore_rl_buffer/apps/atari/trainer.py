@@ -30,9 +30,8 @@ def is_atari_config(config: Mapping[str, Any]) -> bool:
 
 
 SECTIONS = ("replay_buffer", "learner", "policy", "environment", "trainer")
-# The keys of each section but the buffer entry that the trainer reads or the shipped configs give:
-# (required, optional). learner.gamma and environment.repeat_action_probability state the buffer's
-# discount and the environment's setting (see configs/dqn_atari.py).
+# The keys of each section but the buffer entry that the trainer reads: (required, optional).
+# learner.gamma states the buffer's discount (the buffer computes the n-step returns with its own).
 SECTION_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "learner": (("learning_rate", "target_sync_period"),
                 ("gamma", "adam_epsilon", "huber_delta", "beta_start", "beta_end")),
@@ -40,6 +39,20 @@ SECTION_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "environment": (("game",), ("terminal_on_life_loss", "max_frames_per_episode", "repeat_action_probability")),
     "trainer": (("max_steps", "learning_starts", "update_period"), ("log_interval", "seed")),
 }
+# What each value must be: a kind of mindspore_rl_buffer.apps.dqn.config's checks, or "number>=0".
+SETTING_KINDS: dict[tuple[str, str], str] = {
+    ("learner", "learning_rate"): "number>0", ("learner", "target_sync_period"): "int>0",
+    ("learner", "gamma"): "fraction", ("learner", "adam_epsilon"): "number>0", ("learner", "huber_delta"): "number>0",
+    ("learner", "beta_start"): "number>=0", ("learner", "beta_end"): "number>=0",
+    ("policy", "epsilon_start"): "fraction", ("policy", "epsilon_end"): "fraction",
+    ("policy", "epsilon_decay_steps"): "int>0",
+    ("environment", "game"): "text", ("environment", "terminal_on_life_loss"): "bool",
+    ("environment", "max_frames_per_episode"): "int>0", ("environment", "repeat_action_probability"): "fraction",
+    ("trainer", "max_steps"): "steps", ("trainer", "learning_starts"): "int>=0", ("trainer", "update_period"): "int>0",
+    ("trainer", "log_interval"): "int>0", ("trainer", "seed"): "seed",
+}
+# The buffer's columns: one agent step of one emulator, as AtariSteps gives it and the graph inserts it.
+COLUMN_NAMES = ("observation", "action", "reward", "terminated", "truncated")
 
 
 def check_config(config: Mapping[str, Any]) -> None:
@@ -81,11 +94,77 @@ def check_config(config: Mapping[str, Any]) -> None:
                 raise ValueError(f"For 'train', the '{section}' section of an Atari config takes "
                                  f"{', '.join(repr(k) for k in required + optional)}, but got the unknown key "
                                  f"{shown(key)}{did_you_mean(key, required + optional) or '.'}")
-    buffer_type, number, _ = buffer_arguments(config["replay_buffer"])
+    _check_values(config)
+    buffer_type, number, arguments = buffer_arguments(config["replay_buffer"])
     if number != 1 or not issubclass(buffer_type, TransitionReplayBuffer):
         raise ValueError(f"For 'train', an Atari config's replay buffer must be one TransitionReplayBuffer or "
                          f"PrioritizedTransitionReplayBuffer ('number' 1), but got {number} of "
                          f"'{buffer_type.__name__}'.")
+    _check_buffer(config, buffer_type, arguments)
+    _check_game(config["environment"]["game"])
+
+
+def _check_values(config: Mapping[str, Any]) -> None:
+    """Every setting of the kind the trainer takes it as (a number spelt as text is named as such)."""
+    from mindspore_rl_buffer._errors import shown
+    from mindspore_rl_buffer.apps.dqn.config import KINDS, refuse_text_numbers
+
+    kinds = {**KINDS, "number>=0": ("a finite number >= 0", lambda value: KINDS["number"][1](value) and value >= 0),
+             "text": ("a non-empty str", lambda value: isinstance(value, str) and value.strip() != "")}
+    for (section, key), kind in SETTING_KINDS.items():
+        if key in config[section]:
+            value = config[section][key]
+            refuse_text_numbers(f"{section}.{key}", value)
+            expected, valid = kinds[kind]
+            if not valid(value):
+                raise ValueError(f"For 'train', the '{section}.{key}' of an Atari config must be {expected}, "
+                                 f"but got {shown(value)}.")
+
+
+def _check_buffer(config: Mapping[str, Any], buffer_type: type, arguments: Mapping[str, Any]) -> None:
+    """The buffer entry holds what the trainer inserts and samples: one emulator's steps, the network's stack,
+    the learner's discount, a valid start at the first update; and its constructor accepts it."""
+    import mindspore as ms
+
+    from mindspore_rl_buffer._errors import shown
+    from mindspore_rl_buffer.apps.atari.env import SCREEN_SIZE
+    from mindspore_rl_buffer.apps.dqn.config import argument, check_buildable, check_columns
+
+    check_columns([tuple(shape) for shape in arguments["data_shape"]], arguments["data_type"],
+                  ((SCREEN_SIZE, SCREEN_SIZE), (), (), (), ()), (ms.uint8, ms.int32, ms.float32, ms.uint8, ms.uint8),
+                  COLUMN_NAMES)
+    num_envs, stack_size, n_step, gamma = (argument(buffer_type, arguments, name)
+                                           for name in ("num_envs", "stack_size", "n_step", "gamma"))
+    if num_envs != 1:
+        raise ValueError(f"For 'train', an Atari config's replay buffer must have 'num_envs' 1 (the trainer steps "
+                         f"one emulator), but got {shown(num_envs)}.")
+    if "gamma" in config["learner"] and gamma != config["learner"]["gamma"]:
+        raise ValueError(f"For 'train', an Atari config's replay buffer 'gamma' must equal 'learner.gamma' "
+                         f"({config['learner']['gamma']}): the buffer discounts the n-step returns the learner "
+                         f"bootstraps from, but got {shown(gamma)}.")
+    check_buildable(config["replay_buffer"])  # sizes, stack_size and n_step as the constructor takes them
+    # A valid start t has stack_size <= t <= count - 1 - n_step and is not a final row; of two rows one is not.
+    rows = stack_size + n_step + 2
+    learning_starts = config["trainer"]["learning_starts"]
+    if learning_starts < rows:
+        raise ValueError(f"For 'train', the 'trainer.learning_starts' of an Atari config must be at least "
+                         f"stack_size + n_step + 2 = {rows} agent steps, so that the first update finds a valid "
+                         f"start in the buffer, but got {learning_starts}.")
+
+
+def _check_game(game: str) -> None:
+    """The game is one ALE knows (when ale-py is installed; without it, training says how to install it)."""
+    from mindspore_rl_buffer.apps.atari.env import MissingAtariError, games
+
+    try:
+        known = games()
+    except MissingAtariError:
+        return
+    if game not in known:
+        from mindspore_rl_buffer._errors import did_you_mean, shown
+
+        raise ValueError(f"For 'train', the 'environment.game' of an Atari config must be an ALE game such as "
+                         f"'Breakout', but got {shown(game)}{did_you_mean(game, known) or '.'}")
 
 
 def linear(start: float, end: float, steps: int, step: int) -> float:
@@ -146,11 +225,12 @@ def build(config: Mapping[str, Any], num_actions: int) -> Agent:
 
 def atari_steps(config: Mapping[str, Any], seed: int) -> Any:
     """The config's game as :class:`~.env.AtariSteps`, first reset with ``seed``."""
-    from mindspore_rl_buffer.apps.atari.env import MAX_FRAMES_PER_EPISODE, AtariSteps
+    from mindspore_rl_buffer.apps.atari.env import MAX_FRAMES_PER_EPISODE, REPEAT_ACTION_PROBABILITY, AtariSteps
 
     environment = config["environment"]
     return AtariSteps(environment["game"], seed, environment.get("terminal_on_life_loss", True),
-                      environment.get("max_frames_per_episode", MAX_FRAMES_PER_EPISODE))
+                      environment.get("max_frames_per_episode", MAX_FRAMES_PER_EPISODE),
+                      environment.get("repeat_action_probability", REPEAT_ACTION_PROBABILITY))
 
 
 def train(config: Mapping[str, Any], *, max_steps: int | None = None, seed: int | None = None,

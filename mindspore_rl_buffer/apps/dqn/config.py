@@ -47,7 +47,7 @@ STEP_SHAPES = ((OBSERVATION_SIZE,), (), (), (), ())
 STEP_TYPES = (ms.float32, ms.int32, ms.float32, ms.uint8, ms.uint8)
 
 # The settings the trainer reads: (section, key) -> (kind, default); no default means required.
-# Each kind is a range (see _KINDS); NaN and infinities are in none of them.
+# Each kind is a range (see KINDS); NaN and infinities are in none of them.
 _REQUIRED = object()
 SETTINGS: dict[tuple[str, str], tuple[str, Any]] = {
     ("learner", "gamma"): ("fraction", _REQUIRED),
@@ -112,7 +112,7 @@ def _is_widths(value: Any) -> bool:
 
 
 # kind -> (what it must be, as an error message says it; the check).
-_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     # The loops count steps, learn steps and the target sync in int32 tensors: a larger value would wrap.
     "int>0": ("an int in [1, 2**31)", lambda value: _is_int(value) and 1 <= value < 2**31),
     "int>=0": ("an int in [0, 2**31)", lambda value: _is_int(value) and 0 <= value < 2**31),
@@ -194,7 +194,7 @@ def _check_sections(config: Any) -> None:
                                  f"but got the unknown key {shown(key)}{did_you_mean(key, keys) or '.'}")
 
 
-def _refuse_text_numbers(where: str, value: Any) -> None:
+def refuse_text_numbers(where: str, value: Any) -> None:
     """Refuse text that spells a number (``'1e-3'``, as PyYAML reads a plain ``1e-3``), in ``value`` or its list."""
     for i, item in enumerate(value) if isinstance(value, (list, tuple)) else [(None, value)]:
         spelling = yaml_number_spelling(item)
@@ -207,23 +207,23 @@ def _refuse_text_numbers(where: str, value: Any) -> None:
 def _check_settings(config: Mapping[str, Any]) -> None:
     for section in SECTIONS:
         for key, value in config[section].items():
-            _refuse_text_numbers(f"{section}.{key}", value)
+            refuse_text_numbers(f"{section}.{key}", value)
         if section == "replay_buffer" and isinstance(config[section].get("params"), Mapping):
             for key, value in config[section]["params"].items():
-                _refuse_text_numbers(f"{section}.params.{key}", value)
+                refuse_text_numbers(f"{section}.params.{key}", value)
     missing = [f"{section}.{key}" for (section, key), (_, default) in SETTINGS.items()
                if default is _REQUIRED and key not in config[section]]
     if missing:
         raise ValueError(f"For 'train', the config must set {', '.join(repr(m) for m in missing)} "
                          f"(see configs/dqn.py).")
     for (section, key), (kind, _) in SETTINGS.items():
-        expected, valid = _KINDS[kind]
+        expected, valid = KINDS[kind]
         if key in config[section] and not valid(config[section][key]):
             raise ValueError(f"For 'train', the '{section}.{key}' must be {expected}, "
                              f"but got {shown(config[section][key])}.")
 
 
-def _check_columns(shapes: list[tuple[int, ...]], types: list[Any], expected_shapes: tuple, expected_types: tuple,
+def check_columns(shapes: list[tuple[int, ...]], types: list[Any], expected_shapes: tuple, expected_types: tuple,
                    names: tuple[str, ...]) -> None:
     if shapes != list(expected_shapes):
         raise ValueError(f"For 'train', the replay buffer's 'data_shape' must be {list(expected_shapes)} "
@@ -233,14 +233,14 @@ def _check_columns(shapes: list[tuple[int, ...]], types: list[Any], expected_sha
                          f"({', '.join(names)}), but got {_names(types)}.")
 
 
-def _argument(buffer_type: type, arguments: Mapping[str, Any], name: str) -> Any:
+def argument(buffer_type: type, arguments: Mapping[str, Any], name: str) -> Any:
     """A constructor argument of the entry, or the constructor's default."""
     return arguments.get(name, inspect.signature(buffer_type).parameters[name].default)
 
 
 def _check_transitions(config: Mapping[str, Any], buffer_type: type, arguments: Mapping[str, Any]) -> int:
     """The n-step entry agrees with the environment, the learner and the warm-up; returns ``n_step``."""
-    values = {name: _argument(buffer_type, arguments, name) for name in ("num_envs", "gamma", "stack_size", "n_step")}
+    values = {name: argument(buffer_type, arguments, name) for name in ("num_envs", "gamma", "stack_size", "n_step")}
     num_envs = setting(config, "environment", "num_envs")
     if values["num_envs"] != num_envs:
         raise ValueError(f"For 'train', the replay buffer's 'num_envs' must equal 'environment.num_envs' "
@@ -287,7 +287,7 @@ def _check_first_sample(config: Mapping[str, Any], sample_size: int) -> None:
                          f"got {sample_size}: raise 'learning_starts' to at least {sample_size}.")
 
 
-def _check_buildable(entry: Mapping[str, Any]) -> None:
+def check_buildable(entry: Mapping[str, Any]) -> None:
     """The buffer's constructor accepts the entry: it is built here (its columns' memory is
     allocated only when first written), so every rule of the constructor applies, by its own code."""
     try:
@@ -375,12 +375,12 @@ def check_config(config: Mapping[str, Any]) -> BufferEntry:
         _check_first_sample(config, arguments["sample_size"])
     shapes = [tuple(shape) for shape in arguments["data_shape"]]
     if issubclass(buffer_type, TransitionReplayBuffer):
-        _check_columns(shapes, arguments["data_type"], STEP_SHAPES, STEP_TYPES, STEP_COLUMNS)
+        check_columns(shapes, arguments["data_type"], STEP_SHAPES, STEP_TYPES, STEP_COLUMNS)
         n_step = _check_transitions(config, buffer_type, arguments)
-        _check_buildable(config["replay_buffer"])
+        check_buildable(config["replay_buffer"])
         return BufferEntry(buffer_type, arguments["capacity"], arguments["sample_size"], n_step)
-    _check_columns(shapes, arguments["data_type"], COLUMN_SHAPES, COLUMN_TYPES, COLUMNS)
-    _check_buildable(config["replay_buffer"])
+    check_columns(shapes, arguments["data_type"], COLUMN_SHAPES, COLUMN_TYPES, COLUMNS)
+    check_buildable(config["replay_buffer"])
     return BufferEntry(buffer_type, arguments["capacity"], arguments["sample_size"], replace=replace is not False)
 
 

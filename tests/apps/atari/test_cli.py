@@ -86,6 +86,31 @@ def _must_not_train(config, **kwargs):
      '"data_type": ["uint8"]}',
      "an Atari config's replay buffer must be one TransitionReplayBuffer or PrioritizedTransitionReplayBuffer "
      "('number' 1), but got 1 of 'ReplayBuffer'"),
+    # Values: each of these crashed the run with a traceback (exit 1), or trained with a setting ignored.
+    ('config["learner"]["learning_rate"] = "fast"',
+     "the 'learner.learning_rate' of an Atari config must be a finite number > 0, but got 'fast'"),
+    ('config["trainer"]["update_period"] = 0',
+     "the 'trainer.update_period' of an Atari config must be an int in [1, 2**31), but got 0"),
+    ('config["environment"]["repeat_action_probability"] = 1.5',
+     "the 'environment.repeat_action_probability' of an Atari config must be a number in [0, 1], but got 1.5"),
+    ('config["learner"]["beta_end"] = float("nan")',
+     "the 'learner.beta_end' of an Atari config must be a finite number >= 0, but got nan"),
+    ('config["environment"]["game"] = "Breakot"',
+     "the 'environment.game' of an Atari config must be an ALE game such as 'Breakout', but got 'Breakot'; "
+     "did you mean Breakout?"),
+    ('config["replay_buffer"]["data_shape"] = [(84, 84), (), (), ()]; '
+     'config["replay_buffer"]["data_type"] = config["replay_buffer"]["data_type"][:4]',
+     "the replay buffer's 'data_shape' must be [(84, 84), (), (), (), ()] (observation, action, reward, "
+     "terminated, truncated), but got [(84, 84), (), (), ()]"),
+    ('config["replay_buffer"]["num_envs"] = 2',
+     "an Atari config's replay buffer must have 'num_envs' 1 (the trainer steps one emulator), but got 2"),
+    ('config["learner"]["gamma"] = 0.9',
+     "an Atari config's replay buffer 'gamma' must equal 'learner.gamma' (0.9): the buffer discounts the n-step "
+     "returns the learner bootstraps from, but got 0.99"),
+    ('config["replay_buffer"]["n_step"] = 0', "'n_step' must be an int >= 1, but got 0"),
+    ('config["trainer"]["learning_starts"] = 8',
+     "the 'trainer.learning_starts' of an Atari config must be at least stack_size + n_step + 2 = 9 agent steps, "
+     "so that the first update finds a valid start in the buffer, but got 8"),
 ])
 def test_a_bad_atari_config_is_a_usage_error_naming_it_before_training(tmp_path, monkeypatch, capsys, change,
                                                                          message):

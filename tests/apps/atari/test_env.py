@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mindspore_rl_buffer import TransitionReplayBuffer
-from mindspore_rl_buffer.apps.atari.env import AtariSteps, make_atari
+from mindspore_rl_buffer.apps.atari.env import AtariSteps, games, make_atari
 
 
 def play(steps: AtariSteps, count: int, seed: int = 0) -> list[tuple]:
@@ -38,6 +38,24 @@ def test_the_game_runs_with_dopamines_atari_100k_settings(game, actions):
     assert ale.getInt("max_num_frames_per_episode") == 108_000
     assert ale.getInt("frame_skip") == 1  # AtariPreprocessing skips the frames, with a max over the last two
     env.close()
+
+
+def test_the_config_sets_sticky_actions_and_names_only_games_ale_knows():
+    # environment.repeat_action_probability was accepted and never passed to the emulator.
+    import copy
+
+    from mindspore_rl_buffer.configs.dqn_atari import algorithm_config
+
+    from mindspore_rl_buffer.apps.atari import trainer
+
+    config = copy.deepcopy(algorithm_config)
+    config["environment"].update(repeat_action_probability=0.25, max_frames_per_episode=4000)
+    steps = trainer.atari_steps(config, 0)
+    ale = steps.env.unwrapped.ale
+    assert (ale.getFloat("repeat_action_probability"), ale.getInt("max_num_frames_per_episode")) == (0.25, 4000)
+    steps.close()
+    assert {"Breakout", "Boxing", "Pong"} <= set(games())
+    assert all("/" not in game and "-v" not in game for game in games())
 
 
 def test_rows_follow_next_step_autoreset_with_a_life_lost_as_a_terminal():

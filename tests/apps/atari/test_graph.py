@@ -106,3 +106,32 @@ def test_a_train_step_inserts_learns_writes_priorities_and_acts():
     for online, target in zip(q_net.get_parameters(), target_net.get_parameters()):  # synced at learn step 18
         assert not np.array_equal(online.asnumpy(), target.asnumpy())  # two more updates since
     np.testing.assert_array_equal(step.act.stack.asnumpy()[0, :, 0, 0], [29, 30])
+
+
+class NewestFrameQ(nn.Cell):
+    """A linear Q-network on the newest frame of ``(B, stack, *FRAME)`` stacks: it needs the stack axis."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dense = nn.Dense(3 * 2, 4, weight_init=Tensor(np.random.default_rng(0).normal(size=(4, 6))
+                                                           .astype(np.float32)))
+
+    def construct(self, stack):
+        return self.dense(stack[:, -1].astype(ms.float32).reshape((stack.shape[0], -1)))
+
+
+def test_learn_gives_single_frames_the_stack_axis_the_networks_take():
+    # A buffer of stack_size 1 samples (B, *frame) without a stack axis: the networks' convolutions failed.
+    from mindspore_rl_buffer import TransitionReplayBuffer
+
+    buffer = TransitionReplayBuffer(4, 16, [FRAME, (), (), (), ()],
+                                    [ms.uint8, ms.int32, ms.float32, ms.uint8, ms.uint8], stack_size=1, gamma=0.9)
+    for t in range(6):
+        buffer.insert([frame(t), np.array([t % 4], np.int32), np.ones(1, np.float32), np.zeros(1, np.uint8),
+                       np.zeros(1, np.uint8)])
+    q_net, target_net = NewestFrameQ(), NewestFrameQ()
+    optimizer = nn.Adam(q_net.trainable_params(), learning_rate=1e-2)
+    learn = Learn(buffer, WeightedLoss(q_net), DoubleTarget(q_net, target_net), optimizer, target_sync_period=3)
+    before = q_net.dense.weight.asnumpy().copy()
+    assert float(learn(Tensor(0.5, ms.float32))) > 0
+    assert not np.array_equal(q_net.dense.weight.asnumpy(), before)
