@@ -281,7 +281,7 @@ def _kernel_types(data: Figures, tree: str) -> list[str]:
     rows = [[name, f"{kernels:.0f}", f"{ms * 1e3:.0f}", f"{ms / total:.0%}"] for name, kernels, ms in types]
     matmul_us = data["summary"]["runtime_us"][tree].get("matmul_us")
     rate = (f" Alone, a MatMul of two 128 x 128 matrices took {matmul_us:.1f} µs: "
-            f"{2 * 128**3 / matmul_us / 1e3:.0f} GFLOP/s." if matmul_us else "")
+            f"{2 * 128**3 / matmul_us / 1e3:.0f} GFLOP/s." if matmul_us and matmul_us > 0 else "")
     return [f"*{tree}*: one iteration's kernels by type, from MindSpore's profiler, medians over the rounds of "
             f"kernels and their own run time per pass.{rate}",
             table(rows, ["kernel type", "kernels", "µs", "share of the kernels' time"])]

@@ -286,10 +286,12 @@ def test_the_iteration_benchmark_counts_each_part_s_kernels_and_the_parts_add_up
     assert len(types) == KERNEL_TYPES + 1 and types[-1][0] == "other" and types[0][0] == "MatMul", types
     assert math.isclose(sum(kernels for _, kernels, _ in types), parts["iteration"][NEW]["kernels"]), types
     assert math.isclose(sum(ms for *_, ms in types), parts["iteration"][NEW]["kernel_ms"]), types
-    assert runtime[NEW]["matmul_us"] > 0
     rendered = page_block_lines({"dqn_iteration": written}, "dqn_iteration")
     assert rendered[0].startswith("Recorded by `python -m benchmarks.dqn_iteration`")
-    assert any("\n| MatMul | " in line for line in rendered) and any("GFLOP/s" in line for line in rendered)
+    assert any("\n| MatMul | " in line for line in rendered)
+    # The MatMul's rate is a difference of two timings: on a loaded machine a smoke run's can come out
+    # negative (it did, -2,315 µs), and then no rate is given.
+    assert any("GFLOP/s" in line for line in rendered) == (runtime[NEW]["matmul_us"] > 0)
 
 
 @pytest.mark.slow
