@@ -77,9 +77,16 @@ def _written(value: object, write: Callable[[object], str]) -> str:
         return shown(value)
 
 
-def type_error(op: str, arg: str, expected: str, got: object) -> TypeError:
-    """A wrong type: ``For 'op', 'arg' must be expected, but got T.``"""
-    return TypeError(f"For '{op}', '{arg}' must be {expected}, but got {type(got).__name__}.")
+def type_error(op: str, arg: str, expected: str, got: object, type_name: str | None = None) -> TypeError:
+    """A wrong type: ``For 'op', 'arg' must be expected, but got T.`` (``T`` is ``type_name`` if given)."""
+    return TypeError(f"For '{op}', '{arg}' must be {expected}, but got {type_name or type(got).__name__}.")
+
+
+def variable_error(op: str, arg: str, expected: str, fixes: str, type_name: str) -> TypeError:
+    """A graph variable (a ``mindspore.mutable``) where a graph needs a Python constant, as it fixes ``fixes``."""
+    return TypeError(f"For '{op}', '{arg}' must be a Python constant ({expected}) inside a graph, since it fixes "
+                     f"{fixes}, but got a graph variable of type {type_name} (a mindspore.mutable, say), whose "
+                     f"value is known only when the graph runs.")
 
 
 def value_error(op: str, arg: str, expected: str, got: object) -> ValueError:

@@ -4,7 +4,9 @@ Direct calls check their input here before anything is launched, so a bad call l
 buffer exactly as it was. The checks that also run when a graph is compiled (shapes and
 dtypes of what a ``construct`` passes to a buffer, and the Python constants it passes as
 ``ordered``, ``batch_size`` and the like) have compile-time twins built with
-``ops.constexpr`` (the ``*_graph`` names).
+``ops.constexpr`` (the ``*_graph`` names; those that must tell a graph variable from a constant
+are in ``mindspore_rl_buffer._graph_checks``): they run when the graph compiles and leave nothing
+in it.
 """
 from __future__ import annotations
 
@@ -114,10 +116,6 @@ def check_ordered(op: str, ordered: Any, default: bool) -> bool:
     if not isinstance(ordered, bool):
         raise _errors.type_error(op, "ordered", "a bool or None", ordered)
     return ordered
-
-
-check_ordered_graph = ops.constexpr(check_ordered)
-check_optional_size_graph = ops.constexpr(check_optional_size)
 
 
 def check_exponent(op: str, arg: str, value: Any) -> float:

@@ -31,6 +31,7 @@ from mindspore.common.initializer import initializer
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destroy, insert_plan
+from mindspore_rl_buffer._graph_checks import Variable, graph_check
 from mindspore_rl_buffer._validation import (
     check_batch_graph,
     check_capacity,
@@ -56,9 +57,15 @@ from mindspore_rl_buffer.specs import (
 from mindspore_rl_buffer.writer import BufferWriter
 
 
-@ops.constexpr
+@graph_check
 def _index_constant(index, capacity):
-    if isinstance(index, bool):  # an int to isinstance, as in a direct call
+    """``get_item``'s index inside a graph, when it is not a tensor: a Python int constant as an int32
+    tensor constant, or ``None`` for an int the graph knows only when it runs (a ``mindspore.mutable``)."""
+    if isinstance(index, Variable):
+        if index.type_name != "int":
+            raise _errors.type_error("get_item", "index", "an int or an int tensor", index, index.type_name)
+        return None
+    if isinstance(index, bool) or not isinstance(index, int):  # a bool is an int to isinstance, as in a direct call
         raise _errors.type_error("get_item", "index", "an int or an int tensor", index)
     if not -capacity <= index < capacity:  # never in [-count, count): refused as it is, before any int32 cast
         raise IndexError(f"For 'get_item', 'index' must be in [-count, count) for a buffer of capacity "
@@ -277,7 +284,8 @@ class RingBuffer(BufferCell, Checkpointable):
 
         Args:
             index (Union[int, Tensor]): An int, or an int tensor (scalar or 1-D) of indexes,
-                each in ``[-size(), size())``.
+                each in ``[-size(), size())``. Inside a graph, a ``mindspore.mutable`` int is
+                read as a 0-d int64 index tensor.
 
         Returns:
             Tuple of tensors, one per column: one row of the column's shape, or for a 1-D
@@ -292,11 +300,12 @@ class RingBuffer(BufferCell, Checkpointable):
                 ``RuntimeError: assert failed`` instead (MindSpore prints the index and the count),
                 and that compiled graph cannot run again.
         """
-        if isinstance(index, int):
-            index = _index_constant(index, self._capacity)
-        else:  # a tensor inside a graph: its dtype and rank are known when the graph compiles
+        if isinstance(index, Tensor):  # its dtype and rank are known when the graph compiles
             check_tensor_arg_graph("get_item", "index", index.dtype, index.shape, "int", "an int or an int tensor",
                                    (0, 1))
+        else:  # a constant, checked when the graph compiles; a mutable int is read as a 0-d int64 tensor
+            constant = _index_constant(index, self._capacity)
+            index = ops.scalar_to_tensor(index, ms.int64) if constant is None else constant
         return self.decode(ring.get_item(self.columns, self.head, self.count, index, check))
 
     # ------------------------------------------------------------- reset, size, full

@@ -18,11 +18,11 @@ from mindspore import Parameter, Tensor, ops
 
 from mindspore_rl_buffer import _errors, contracts
 from mindspore_rl_buffer._graph import DIRECT_CALLS, Launch, buffer_method, discard
+from mindspore_rl_buffer._graph_checks import check_optional_size_graph, checked_beta
 from mindspore_rl_buffer._validation import (
     check_array_type,
     check_capacity,
     check_exponent,
-    check_optional_size_graph,
     check_priorities,
     check_same_shape,
     check_same_shape_graph,
@@ -202,6 +202,8 @@ class PrioritizedTransitionReplayBuffer(TransitionReplayBuffer):
         storage = self.storage
         # Whether a start is valid (1) or none is (0): the total mass is positive exactly then.
         total = (self.sum_tree[-1] > 0).astype(ms.int32).reshape(())
+        if not isinstance(beta, Tensor):  # a Python constant: checked when the graph compiles
+            beta = checked_beta("sample", beta)
         slots, weights = prioritized.sample_leaves(self.sum_tree, self.min_tree, batch_size, beta, self.capacity,
                                                    storage.rng())
         if check:

@@ -10,6 +10,7 @@ from mindspore import Parameter, Tensor, ops
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import Launch, buffer_method, discard
+from mindspore_rl_buffer._graph_checks import checked_beta
 from mindspore_rl_buffer._validation import (
     check_exponent,
     check_not_empty,
@@ -196,9 +197,12 @@ class PriorityReplayBuffer(RingBuffer):
         Raises:
             TypeError: If ``beta`` is not a number.
             ValueError: If ``beta`` is negative or not finite, or the buffer is empty.
-                Inside a graph an empty buffer is reported when the graph runs, and that
-                compiled graph cannot run again; ``beta`` is not checked there.
+                Inside a graph a Python constant ``beta`` is checked when the graph compiles;
+                a ``beta`` tensor is not checked there; an empty buffer is reported when the
+                graph runs, and that compiled graph cannot run again.
         """
+        if not isinstance(beta, Tensor):  # a Python constant: checked when the graph compiles
+            beta = checked_beta("sample", beta)
         slots, weights = priority.sample(self.sum_tree, self.min_tree, self.count, self._sample_size, beta,
                                          self.capacity, self.rng(), check)
         return (slots, weights, *self.decode(tuple(ops.gather(column, slots, 0) for column in self.columns)))

@@ -9,12 +9,12 @@ from mindspore import nn
 
 from mindspore_rl_buffer import _errors
 from mindspore_rl_buffer._graph import Launch, buffer_method
+from mindspore_rl_buffer._graph_checks import check_ordered_graph
 from mindspore_rl_buffer._validation import (
     check_bool,
     check_capacity,
     check_not_empty,
     check_ordered,
-    check_ordered_graph,
     check_seed,
     check_size,
 )
@@ -124,7 +124,8 @@ class ReplayBuffer(RingBuffer):
             Tuple of tensors, one per column, each with leading dimension ``sample_size``.
 
         Raises:
-            TypeError: If ``ordered`` is not a bool or None.
+            TypeError: If ``ordered`` is not a bool or None, or inside a graph not a Python
+                constant (a ``mindspore.mutable``, say).
             ValueError: If the buffer is empty, or holds fewer than ``sample_size`` items
                 and draws without replacement (direct calls, checked on the host). Inside a graph
                 the run fails with ``RuntimeError: assert failed`` instead (MindSpore prints the

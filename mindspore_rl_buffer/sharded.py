@@ -17,13 +17,13 @@ import mindspore as ms
 
 from mindspore_rl_buffer import _errors, shard_files
 from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, destroy, insert_plan
+from mindspore_rl_buffer._graph_checks import check_ordered_graph
 from mindspore_rl_buffer._validation import (
     check_bool,
     check_capacity,
     check_choice,
     check_not_empty,
     check_ordered,
-    check_ordered_graph,
     check_seed,
     check_size,
     check_transition,
@@ -279,7 +279,8 @@ class ShardedReplayBuffer(BufferCell, Checkpointable):
             with ``sampling='global'`` the same on every rank.
 
         Raises:
-            TypeError: If ``ordered`` is not a bool or None.
+            TypeError: If ``ordered`` is not a bool or None, or inside a graph not a Python
+                constant (a ``mindspore.mutable``, say).
             ValueError: With ``sampling='local'``, if this rank's shard is empty (raised on
                 this rank only); with ``sampling='global'``, if every shard is empty (raised on
                 every rank); direct calls, checked on the host. Inside a graph the run fails with

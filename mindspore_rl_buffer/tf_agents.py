@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-from mindspore import Tensor, ops
+from mindspore import Tensor
 
 from mindspore_rl_buffer import _errors
+from mindspore_rl_buffer._graph_checks import SAMPLE_SHAPE, graph_check, refuse_variable
 from mindspore_rl_buffer._validation import check_bool, check_not_empty, check_optional_size
 from mindspore_rl_buffer.contracts import held_int
 from mindspore_rl_buffer.nest import FlatSpec
@@ -55,7 +56,16 @@ def check_window(op: str, sample_batch_size: Any, num_steps: Any, time_stacked: 
     _check_window_length(op, num_steps, max_length)
 
 
-check_window_graph = ops.constexpr(check_window)
+@graph_check
+def check_window_graph(op: str, sample_batch_size: Any, num_steps: Any, time_stacked: Any,
+                       max_length: int) -> tuple[int | None, int | None]:
+    """:func:`check_window` when a graph compiles, where the three arguments must be Python constants
+    (they fix the sample's shape and structure); returns ``(sample_batch_size, num_steps)``."""
+    refuse_variable(op, "sample_batch_size", sample_batch_size, "an int or None", SAMPLE_SHAPE)
+    refuse_variable(op, "num_steps", num_steps, "an int or None", SAMPLE_SHAPE)
+    refuse_variable(op, "time_stacked", time_stacked, "a bool", "the structure of the sample")
+    check_window(op, sample_batch_size, num_steps, time_stacked, max_length)
+    return sample_batch_size, num_steps
 
 
 def check_stored(op: str, num_steps: int | None, stored: int, max_length: int) -> None:

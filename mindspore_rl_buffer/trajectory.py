@@ -249,6 +249,9 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
             direct calls only.
 
         Raises:
+            TypeError: If ``sample_batch_size`` or ``num_steps`` is not an int or None, or
+                ``time_stacked`` not a bool; inside a graph, if one of them is not a Python
+                constant (a ``mindspore.mutable``, say).
             ValueError: If the buffer is empty or ``num_steps`` exceeds the steps stored
                 (direct calls). Inside a graph the run fails with ``RuntimeError: assert failed``
                 instead, and that compiled graph cannot run again.
@@ -265,7 +268,8 @@ class TrajectoryReplayBuffer(BufferCell, Checkpointable, TFAgentsAPI):
         # get_next's graph body: the items' leaves (a tuple of them per step when not time
         # stacked) and a plain (ids, probabilities) pair. Its constant arguments are checked
         # at compile time, as a direct call checks them.
-        check_window_graph("get_next", sample_batch_size, num_steps, time_stacked, self._max_length)
+        sample_batch_size, num_steps = check_window_graph("get_next", sample_batch_size, num_steps, time_stacked,
+                                                          self._max_length)
         picks = 1 if sample_batch_size is None else sample_batch_size
         steps = 1 if num_steps is None else num_steps
         storage = self.storage

@@ -24,13 +24,13 @@ from mindspore.common.initializer import initializer
 
 from mindspore_rl_buffer import _errors, contracts
 from mindspore_rl_buffer._graph import BufferCell, Launch, buffer_method, plain_in_graph
+from mindspore_rl_buffer._graph_checks import check_optional_size_graph
 from mindspore_rl_buffer._validation import (
     check_batch_graph,
     check_capacity,
     check_final_rows,
     check_gamma,
     check_not_empty,
-    check_optional_size_graph,
     check_ring_length,
     check_seed,
     check_size,
@@ -291,7 +291,8 @@ class TransitionReplayBuffer(BufferCell, Checkpointable):
             0 if the episode terminated within the window).
 
         Raises:
-            TypeError: If ``batch_size`` is not an int or None.
+            TypeError: If ``batch_size`` is not an int or None, or inside a graph not a Python
+                constant (a ``mindspore.mutable``, say).
             ValueError: If ``batch_size`` is not positive, or no start is valid yet (direct calls).
                 Inside a graph the run fails with ``RuntimeError: assert failed`` instead, and that
                 compiled graph cannot run again.

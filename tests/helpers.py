@@ -548,3 +548,15 @@ def refuse_to_open(monkeypatch, path) -> None:
         return opened(file, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", refused)
+
+
+class ConstantBetaSample(nn.Cell):
+    """A graph sampling a prioritized buffer with a Python constant ``beta``; returns the weights."""
+
+    def __init__(self, buffer, beta):
+        super().__init__()
+        self.buffer = buffer
+        self.beta = beta
+
+    def construct(self):
+        return self.buffer.sample(self.beta)[1]

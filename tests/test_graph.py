@@ -427,6 +427,41 @@ def test_a_graph_refuses_the_constants_a_direct_call_refuses_with_the_same_error
     assert all(np.array_equal(a, x.asnumpy()) for a, x in zip(before, buffer.get_parameters()))
 
 
+MUTABLE_CASES = [  # (buffer, call, a value given as a mindspore.mutable, the argument it must be a constant of)
+    ("ReplayBuffer", _sample, True, "ordered"),
+    ("ReplayBuffer", _sample_with_indices, True, "ordered"),
+    ("ShardedReplayBuffer", _sample, True, "ordered"),
+    ("TransitionReplayBuffer", _sample, 2, "batch_size"),
+]
+
+
+@pytest.mark.parametrize("kind, call, value, arg", MUTABLE_CASES)
+def test_a_graph_refuses_a_mutable_where_a_python_constant_fixes_the_graph(kind, call, value, arg):
+    # A mutable reached the compile-time check as None, the default: `ordered` was ignored and a
+    # TransitionReplayBuffer drew sample_size items, with no error. A direct call takes the value as a constant.
+    buffer = _filled(kind)
+    call(buffer, ms.mutable(value))
+    before = [x.asnumpy().copy() for x in buffer.get_parameters()]
+
+    class UserStep(ms.nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.buffer = buffer
+
+        def construct(self, given):
+            return call(self.buffer, given)
+
+    expected, fixes = {"ordered": ("a bool or None", "the graph's control flow"),
+                       "batch_size": ("an int or None", "the shape of the sample")}[arg]
+    with pytest.raises(TypeError) as compiled:
+        UserStep()(ms.mutable(value))
+    assert str(compiled.value).splitlines()[0] == (
+        f"For 'sample', '{arg}' must be a Python constant ({expected}) inside a graph, since it fixes {fixes}, but "
+        f"got a graph variable of type {type(value).__name__} (a mindspore.mutable, say), whose value is known only "
+        f"when the graph runs.")
+    assert all(np.array_equal(a, x.asnumpy()) for a, x in zip(before, buffer.get_parameters()))
+
+
 def _get_item(buffer, index):
     return buffer.get_item(index)[0]
 

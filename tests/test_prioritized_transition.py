@@ -17,7 +17,7 @@ from scipy.stats import chisquare
 
 from mindspore_rl_buffer import PrioritizedTransitionReplayBuffer, create_buffer
 from mindspore_rl_buffer.checkpoint import RECORD, checksum
-from tests.helpers import TRANSITION_NAMES, TRANSITION_SHAPES, TRANSITION_TYPES, EpisodeStream
+from tests.helpers import TRANSITION_NAMES, TRANSITION_SHAPES, TRANSITION_TYPES, ConstantBetaSample, EpisodeStream
 from tests.prioritized_model import (
     PrioritizedTransitionModel,
     adversarial_priorities,
@@ -337,6 +337,17 @@ def test_bad_calls_name_the_argument_and_change_nothing(what, call, error, argum
     assert_same(before, parameters(rb))
     rb.update_priorities(IDS, np.full(4, 2.0, F32))  # still works
     assert float(rb.max_priority.asnumpy()) == 2.0 and rb.sample(BETA)[0].shape == (BATCH,)
+
+
+@pytest.mark.parametrize("beta", ["0.4", True, -0.1])
+def test_a_constant_beta_is_checked_when_the_graph_compiles_as_a_direct_call_checks_it(beta):
+    rb = prepared()
+    with pytest.raises((TypeError, ValueError)) as direct:
+        rb.sample(beta)
+    with pytest.raises(direct.type) as compiled:
+        ConstantBetaSample(rb, beta)()
+    assert str(compiled.value).splitlines()[0] == str(direct.value)
+    assert ConstantBetaSample(rb, BETA)().shape == (BATCH,)
 
 
 @pytest.mark.parametrize("num_envs", [1, 8])

@@ -12,7 +12,16 @@ from mindspore_rl_buffer.ops import PRIORITY_FLOOR, tree_size
 from scipy.stats import chisquare
 
 from mindspore_rl_buffer import PriorityReplayBuffer, create_buffer
-from tests.helpers import DTYPES, MS_DTYPES, NAMES, SHAPES, PriorityModel, decode, encoded_batch
+from tests.helpers import (
+    DTYPES,
+    MS_DTYPES,
+    NAMES,
+    SHAPES,
+    ConstantBetaSample,
+    PriorityModel,
+    decode,
+    encoded_batch,
+)
 
 ALPHA = 0.7
 
@@ -414,6 +423,31 @@ def test_in_a_graph_a_beta_tensor_of_another_dtype_gives_float32_weights(dtype):
     assert weights.dtype == ms.float32
     leaves = prb.sum_tree.asnumpy()[tree_size(6):][slots.asnumpy()]
     np.testing.assert_allclose(weights.asnumpy(), (prb.min_tree.asnumpy()[1] / leaves) ** 2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("beta", ["0.4", True, None, -1.0, float("inf"), float("nan")])
+def test_a_constant_beta_is_checked_when_the_graph_compiles_as_a_direct_call_checks_it(beta):
+    # A str beta failed inside MindSpore (Failed calling Pow with "exponent=String"); True and -1.0 were taken.
+    prb = make()
+    prb.insert(encoded_batch(0, 6))
+    with pytest.raises((TypeError, ValueError)) as direct:
+        prb.sample(beta)
+    with pytest.raises(direct.type) as compiled:
+        ConstantBetaSample(prb, beta)()
+    assert str(compiled.value).splitlines()[0] == str(direct.value)
+
+
+def test_in_a_graph_a_beta_in_range_samples_and_a_tensor_or_mutable_beta_is_not_checked():
+    prb = make()
+    prb.insert(encoded_batch(0, 6))
+    prb.update_priorities(np.arange(6, dtype=I32), np.arange(1, 7, dtype=F32))
+    for beta in (0.0, 2, 0.5):
+        assert ConstantBetaSample(prb, beta)().shape == (5,)
+    assert float(Sampler(prb)(ms.mutable(0.0))[1].asnumpy().min()) == 1.0  # known only when the graph runs
+    assert Sampler(prb)(Tensor(-1.0, ms.float32))[1].shape == (5,)  # taken as given: pass a beta >= 0
+    with pytest.raises(TypeError) as compiled:
+        Sampler(prb)(ms.mutable(True))
+    assert str(compiled.value).splitlines()[0] == "For 'sample', 'beta' must be a float, but got bool."
 
 
 def test_a_bfloat16_beta_tensor_is_taken_by_its_value_in_a_direct_call():

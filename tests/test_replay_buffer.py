@@ -419,6 +419,37 @@ def test_a_constant_index_past_the_capacity_is_refused_when_the_graph_compiles(i
     np.testing.assert_array_equal(decode(*ConstantReader(rb, -1)()), 4)  # in range: read as ever
 
 
+@pytest.mark.parametrize("index", [1.0, "1", None])
+def test_a_constant_index_not_an_int_is_refused_when_the_graph_compiles_as_a_direct_call_refuses_it(index):
+    # A float constant failed inside the check (AttributeError: 'Float' object has no attribute 'dtype').
+    rb = make()
+    rb.insert(encoded_batch(0, 5))
+    with pytest.raises(TypeError) as direct:
+        rb.get_item(index)
+    with pytest.raises(TypeError) as compiled:
+        ConstantReader(rb, index)()
+    assert str(compiled.value).splitlines()[0] == str(direct.value)
+    assert str(direct.value) == (f"For 'get_item', 'index' must be an int or an int tensor, but got "
+                                 f"{type(index).__name__}.")
+
+
+def test_a_mutable_int_index_is_read_as_an_index_tensor_in_a_graph():
+    # A mutable int crashed the compile inside the check ('<=' between int and NoneType); it is a 0-d
+    # int64 index now, checked when the graph runs, while a mutable bool or float is refused when it compiles.
+    rb = make()
+    rb.insert(encoded_batch(0, 5))
+    reader = Reader(rb)
+    assert [decode(*reader(ms.mutable(i))) for i in (1, -1, 3)] == [1, 4, 3]  # one graph, three indexes
+    assert [decode(*rb.get_item(ms.mutable(i))) for i in (1, -1)] == [1, 4]  # as directly
+    for value in (True, 1.5):
+        with pytest.raises(TypeError) as compiled:
+            Reader(rb)(ms.mutable(value))
+        assert str(compiled.value).splitlines()[0] == (
+            f"For 'get_item', 'index' must be an int or an int tensor, but got {type(value).__name__}.")
+    with pytest.raises(RuntimeError, match="assert failed"):
+        Reader(rb)(ms.mutable(5))
+
+
 def test_int64_and_unsigned_index_tensors_in_range_read_the_right_items_in_a_graph():
     rb = make()
     rb.insert(encoded_batch(0, 5))

@@ -246,6 +246,48 @@ class InGraph(nn.Cell):
         return action, camera, ids, probabilities
 
 
+def _picks(buffer, value):
+    return buffer.get_next(value, 2)[0]
+
+
+def _steps(buffer, value):
+    return buffer.get_next(3, value)[0]
+
+
+def _stacked(buffer, value):
+    return buffer.get_next(3, 2, value)[0]
+
+
+class _Windows(nn.Cell):
+    def __init__(self, buffer, call):
+        super().__init__()
+        self.buffer = buffer
+        self.call = call
+
+    def construct(self, given):
+        return self.call(self.buffer, given)
+
+
+@pytest.mark.parametrize("call, arg, value, expected, fixes", [
+    (_picks, "sample_batch_size", 3, "an int or None", "the shape of the sample"),
+    (_steps, "num_steps", 2, "an int or None", "the shape of the sample"),
+    (_stacked, "time_stacked", False, "a bool", "the structure of the sample"),
+])
+def test_a_mutable_get_next_argument_is_refused_when_the_graph_compiles(call, arg, value, expected, fixes):
+    # A mutable size reached the compile-time check as None and crashed the compile further on
+    # (unsupported operand type(s) for *: 'NoneType' and 'int'): it fixes a shape, so it must be a constant.
+    rb = TrajectoryReplayBuffer(SPEC1, batch_size=2, max_length=4)
+    for t in range(3):
+        rb.add_batch({"value": step_values(t, 2).astype(np.float32)})
+    call(rb, ms.mutable(value))  # a direct call takes it as the constant it holds
+    with pytest.raises(TypeError) as compiled:
+        _Windows(rb, call)(ms.mutable(value))
+    assert str(compiled.value).splitlines()[0] == (
+        f"For 'get_next', '{arg}' must be a Python constant ({expected}) inside a graph, since it fixes {fixes}, "
+        f"but got a graph variable of type {type(value).__name__} (a mindspore.mutable, say), whose value is known "
+        f"only when the graph runs.")
+
+
 def test_inside_a_cell_add_then_sample_in_one_graph():
     rb = TrajectoryReplayBuffer(TUTORIAL_SPEC, batch_size=32, max_length=10)
     rb.add_batch(tutorial_items(0))  # windows of 2 need 2 stored steps: the graph adds the second
