@@ -101,8 +101,8 @@ def column_error(op: str, column: str, what: str, expected: object, got: object)
 
 
 def leaf_error(op: str, leaf: str, what: str, expected: object, got: object) -> ValueError:
-    """A leaf of a nest (``items[1][0] 'lidar'``) of the wrong shape or dtype."""
-    return ValueError(f"For '{op}', the {what} of {leaf} must be {expected}, but got {got}.")
+    """A leaf of a nest (``items[1][0] 'lidar'``), or a column (``column 'state'``), of the wrong shape or dtype."""
+    return ValueError(f"For '{op}', the {what} of {leaf} must be {expected}, but got {_written(got, str)}.")
 
 
 def leaf_unknown_in_graph_error(op: str, leaf: str) -> TypeError:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mindspore import ops
+from mindspore import Tensor, ops
 from mindspore.common import dtype as mstype
 
 from mindspore_rl_buffer import _errors
@@ -96,7 +96,10 @@ def check_beta_graph(op: str, beta: Any) -> Any:
 
 
 def checked_beta(op: str, beta: Any) -> Any:
-    """Graph code: a ``beta`` that is not a tensor, through :func:`check_beta_graph` (nothing is added
-    to the graph: a constant comes back as it was, a variable is used as it is)."""
+    """Graph code: ``beta``, a Python constant checked through :func:`check_beta_graph` when the graph
+    compiles; a tensor is used as it is (nothing is added to the graph: a constant comes back as it
+    was, a variable is used as it is)."""
+    if isinstance(beta, Tensor):
+        return beta
     constant = check_beta_graph(op, beta)
     return beta if constant is None else constant

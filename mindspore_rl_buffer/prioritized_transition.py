@@ -202,8 +202,7 @@ class PrioritizedTransitionReplayBuffer(TransitionReplayBuffer):
         storage = self.storage
         # Whether a start is valid (1) or none is (0): the total mass is positive exactly then.
         total = (self.sum_tree[-1] > 0).astype(ms.int32).reshape(())
-        if not isinstance(beta, Tensor):  # a Python constant: checked when the graph compiles
-            beta = checked_beta("sample", beta)
+        beta = checked_beta("sample", beta)  # a Python constant: checked when the graph compiles
         slots, weights = prioritized.sample_leaves(self.sum_tree, self.min_tree, batch_size, beta, self.capacity,
                                                    storage.rng())
         if check:

@@ -201,8 +201,7 @@ class PriorityReplayBuffer(RingBuffer):
                 a ``beta`` tensor is not checked there; an empty buffer is reported when the
                 graph runs, and that compiled graph cannot run again.
         """
-        if not isinstance(beta, Tensor):  # a Python constant: checked when the graph compiles
-            beta = checked_beta("sample", beta)
+        beta = checked_beta("sample", beta)  # a Python constant: checked when the graph compiles
         slots, weights = priority.sample(self.sum_tree, self.min_tree, self.count, self._sample_size, beta,
                                          self.capacity, self.rng(), check)
         return (slots, weights, *self.decode(tuple(ops.gather(column, slots, 0) for column in self.columns)))

@@ -199,23 +199,21 @@ def check_column_bytes(op: str, rows: int, specs: Sequence[Any], leaves: Sequenc
     """Every column of ``rows`` rows of its spec: items of positive dims, at most ``MAX_ITEM_DIMS`` of them, and
     at most ``MAX_COLUMN_BYTES`` in all. An error names the column by its spec's name, or as ``leaves[i]``
     (``items['obs']``) when the specs are the leaves of a nest."""
-    for i, spec in enumerate(specs):
-        def error(what: str, expected: str, got: Any, i: int = i, spec: Any = spec) -> ValueError:
-            if leaves is None:
-                return _errors.column_error(op, spec.name, what, expected, got)
-            return _errors.leaf_error(op, leaves[i], what, expected, got)
-
+    named = leaves if leaves is not None else [f"column '{spec.name}'" for spec in specs]
+    for spec, where in zip(specs, named):
         if any(dim > MAX_COLUMN_BYTES for dim in spec.shape):  # too large whatever the rest; and before a size
-            raise error("shape", f"dims of at most {MAX_COLUMN_BYTES} (a column holds at most 1 TiB)", spec.shape)
+            raise _errors.leaf_error(op, where, "shape", f"dims of at most {MAX_COLUMN_BYTES} (a column holds at "
+                                     f"most 1 TiB)", spec.shape)
         if 0 in spec.shape:
-            raise error("shape", "a tuple of ints >= 1 (an empty item stores nothing)", spec.shape)
+            raise _errors.leaf_error(op, where, "shape", "a tuple of ints >= 1 (an empty item stores nothing)",
+                                     spec.shape)
         if len(spec.shape) > MAX_ITEM_DIMS:
-            raise error("shape", f"at most {MAX_ITEM_DIMS} dims (MindSpore's kernels take tensors of up to 8 dims, "
-                        f"one of them the rows)", spec.shape)
+            raise _errors.leaf_error(op, where, "shape", f"at most {MAX_ITEM_DIMS} dims (MindSpore's kernels take "
+                                     f"tensors of up to 8 dims, one of them the rows)", spec.shape)
         size = rows * spec.nbytes
         if size > MAX_COLUMN_BYTES:
-            raise error("size", f"at most {MAX_COLUMN_BYTES} bytes (1 TiB)",
-                        f"{rows} rows of shape {spec.shape} and dtype {spec.dtype}: {size} bytes")
+            raise _errors.leaf_error(op, where, "size", f"at most {MAX_COLUMN_BYTES} bytes (1 TiB)",
+                                     f"{rows} rows of shape {spec.shape} and dtype {spec.dtype}: {size} bytes")
 
 
 

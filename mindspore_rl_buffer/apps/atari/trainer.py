@@ -39,7 +39,7 @@ SECTION_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "environment": (("game",), ("terminal_on_life_loss", "max_frames_per_episode", "repeat_action_probability")),
     "trainer": (("max_steps", "learning_starts", "update_period"), ("log_interval", "seed")),
 }
-# What each value must be: a kind of mindspore_rl_buffer.apps.dqn.config's checks, or "number>=0".
+# What each value must be: a kind of mindspore_rl_buffer.apps.dqn.config's checks (its KINDS).
 SETTING_KINDS: dict[tuple[str, str], str] = {
     ("learner", "learning_rate"): "number>0", ("learner", "target_sync_period"): "int>0",
     ("learner", "gamma"): "fraction", ("learner", "adam_epsilon"): "number>0", ("learner", "huber_delta"): "number>0",
@@ -109,13 +109,11 @@ def _check_values(config: Mapping[str, Any]) -> None:
     from mindspore_rl_buffer._errors import shown
     from mindspore_rl_buffer.apps.dqn.config import KINDS, refuse_text_numbers
 
-    kinds = {**KINDS, "number>=0": ("a finite number >= 0", lambda value: KINDS["number"][1](value) and value >= 0),
-             "text": ("a non-empty str", lambda value: isinstance(value, str) and value.strip() != "")}
     for (section, key), kind in SETTING_KINDS.items():
         if key in config[section]:
             value = config[section][key]
             refuse_text_numbers(f"{section}.{key}", value)
-            expected, valid = kinds[kind]
+            expected, valid = KINDS[kind]
             if not valid(value):
                 raise ValueError(f"For 'train', the '{section}.{key}' of an Atari config must be {expected}, "
                                  f"but got {shown(value)}.")

@@ -124,7 +124,9 @@ KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "seed": ("an int in [0, 2**31)", lambda value: _is_int(value) and 0 <= value < SEED_END),
     "fraction": ("a number in [0, 1]", lambda value: _is_finite(value) and 0 <= value <= 1),
     "number>0": ("a finite number > 0", lambda value: _is_finite(value) and value > 0),
+    "number>=0": ("a finite number >= 0", lambda value: _is_finite(value) and value >= 0),
     "number": ("a finite number", _is_finite),
+    "text": ("a non-empty str", lambda value: isinstance(value, str) and value.strip() != ""),
     "bool": ("a bool", lambda value: isinstance(value, bool)),
     "widths": (f"a non-empty list of ints in [1, {MAX_WIDTH}] (the hidden layers' widths) with at most "
                f"2**28 weights in all layers together (1 GiB of float32)", _is_widths),
